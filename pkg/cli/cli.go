@@ -106,7 +106,7 @@ func Run(root *cobra.Command, args []string, s Streams) int {
 	defer stop()
 	root.SetArgs(args)
 	root.SetIn(s.In)
-	root.SetOut(s.ErrOut) // cobra's help and usage are for humans
+	root.SetOut(s.Out) // --help and --version are the requested output
 	root.SetErr(s.ErrOut)
 	root.SilenceUsage, root.SilenceErrors = true, true
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return Usage(err) })

@@ -1,8 +1,13 @@
 // Package config loads and validates cluster.yaml and the files it includes
 // (secrets.yaml and others), strictly, in the reference tool's schema.
+//
+// Load parses every file into a YAML tree that remembers the file and line of
+// each value, merges the include files into cluster.yaml key by key, decodes
+// the result into Cluster (whose yaml tags are the allowed keys), fills
+// defaults and validates, collecting every problem instead of stopping at
+// the first. JSONSchema renders the same types as a JSON Schema, and
+// Scaffold writes what `init` puts in a new cluster directory.
 package config
-
-import "errors"
 
 // File names in a cluster directory.
 const (
@@ -31,37 +36,3 @@ type LoadOptions struct {
 	// (check needs no credentials).
 	MissingIncludesOK bool
 }
-
-// Cluster is the validated, defaulted configuration.
-type Cluster struct {
-	// Dir is the absolute cluster directory.
-	Dir  string
-	Name string
-	// Plugins holds the raw (JSON-compatible) value of each plugin section
-	// present in any merged file, keyed by section name.
-	Plugins map[string]any
-	// Warnings are non-fatal findings, printed on stderr.
-	Warnings []string
-}
-
-// Provider returns "openstack" or "proxmox".
-func (c *Cluster) Provider() string { return "" }
-
-// Load reads dir/cluster.yaml and its includes. Invalid configuration yields a
-// *Problems error listing every problem found.
-func Load(dir string, opts LoadOptions) (*Cluster, error) {
-	_, _ = dir, opts
-	return nil, errors.New("config: not implemented")
-}
-
-// Problem is one invalid key or value.
-type Problem struct {
-	File    string `json:"file"`
-	Path    string `json:"path,omitempty"`
-	Message string `json:"message"`
-}
-
-// Problems is every problem found in one load.
-type Problems []Problem
-
-func (p Problems) Error() string { return "" }

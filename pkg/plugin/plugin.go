@@ -1,6 +1,6 @@
-// Package plugin finds tc-* executables on PATH and runs them under the talosc
-// plugin contract; it also holds the small SDK plugin binaries are built with.
 package plugin
+
+import "slices"
 
 // Prefix starts every plugin executable's name.
 const Prefix = "tc-"
@@ -35,3 +35,32 @@ type Plugin struct {
 
 // Builtins are the compiled-in phase names; tc-<builtin> is never a plugin.
 func Builtins() []string { return []string{"image", "net", "nodes"} }
+
+// Reserved are names no plugin may have: "list" is the "plugin list" command.
+func Reserved() []string { return []string{"list"} }
+
+// AllHooks lists every hook name a plugin may implement, in lifecycle order.
+func AllHooks() []string {
+	return []string{HookInit, HookValidate, HookConfigured, HookConverge, HookDestroy, HookStatus, HookCheck}
+}
+
+// RequiredHooks lists the hooks every plugin must implement.
+func RequiredHooks() []string { return []string{HookConfigured, HookConverge} }
+
+// HookDescribe is the subcommand that prints the Descriptor. It is not a hook:
+// every plugin answers it.
+const HookDescribe = "describe"
+
+// Implements reports whether the plugin declared hook. Every plugin answers
+// "describe".
+func (p Plugin) Implements(hook string) bool {
+	return hook == HookDescribe || slices.Contains(p.Hooks, hook)
+}
+
+// Producer is the state section producer string for the plugin, "tc-NAME/VERSION".
+func (d Descriptor) Producer() string {
+	if d.Version == "" {
+		return Prefix + d.Name
+	}
+	return Prefix + d.Name + "/" + d.Version
+}

@@ -1,0 +1,182 @@
+// Package e2e runs the real talosc binaries (the front door, the phases and
+// the bundled plugins) under testscript: pipes, plugin discovery, exit codes
+// and the stdout/stderr split are tested the way a user meets them.
+package e2e
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/talosc/talosc/pkg/cli"
+	"github.com/talosc/talosc/pkg/cmd/talosc"
+	"github.com/talosc/talosc/pkg/cmd/tcargocd"
+	"github.com/talosc/talosc/pkg/cmd/tcimage"
+	"github.com/talosc/talosc/pkg/cmd/tcnet"
+	"github.com/talosc/talosc/pkg/cmd/tcnodes"
+	"github.com/talosc/talosc/pkg/cmd/tcrancher"
+	"github.com/talosc/talosc/pkg/state"
+)
+
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"kubectl-talosc": func() { s := cli.StdStreams(); os.Exit(cli.Run(talosc.NewRoot(s), os.Args[1:], s)) },
+		"tc-image":       func() { s := cli.StdStreams(); os.Exit(cli.Run(tcimage.NewCommand(s, nil), os.Args[1:], s)) },
+		"tc-net":         func() { s := cli.StdStreams(); os.Exit(cli.Run(tcnet.NewCommand(s, nil), os.Args[1:], s)) },
+		"tc-nodes":       func() { s := cli.StdStreams(); os.Exit(cli.Run(tcnodes.NewCommand(s, nil), os.Args[1:], s)) },
+		// The bundled plugins are installed under other names and linked
+		// into $WORK/bin by the scripts that want them, so that every other
+		// script runs with no plugin on PATH.
+		"bundled-rancher": func() { s := cli.StdStreams(); os.Exit(cli.Run(tcrancher.NewCommand(s), os.Args[1:], s)) },
+		"bundled-argocd":  func() { s := cli.StdStreams(); os.Exit(cli.Run(tcargocd.NewCommand(s), os.Args[1:], s)) },
+		"fakeplugin":      func() { s := cli.StdStreams(); os.Exit(cli.Run(newFakePlugin(s, os.Getenv("FAKEPLUGIN_NAME")), os.Args[1:], s)) },
+	})
+}
+
+func TestScripts(t *testing.T) {
+	t.Parallel()
+	testscript.Run(t, testscript.Params{
+		Dir:                 "testdata/script",
+		RequireExplicitExec: true,
+		RequireUniqueNames:  true,
+		UpdateScripts:       os.Getenv("UPDATE_GOLDEN") != "",
+		Setup: func(env *testscript.Env) error {
+			// Put $WORK/bin first on PATH for script plugins, and tell the
+			// scripts where the linkable commands live.
+			bin := filepath.Join(env.WorkDir, "bin")
+			if err := os.MkdirAll(bin, 0o755); err != nil {
+				return err
+			}
+			path := env.Getenv("PATH")
+			env.Setenv("PATH", bin+string(os.PathListSeparator)+path)
+			for _, name := range []string{"bundled-rancher", "bundled-argocd", "fakeplugin"} {
+				p, err := lookIn(path, name)
+				if err != nil {
+					return err
+				}
+				env.Setenv(envName(name), p)
+			}
+			env.Setenv("NO_COLOR", "1")
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"exitcode":       cmdExitCode,
+			"filemode":       cmdFileMode,
+			"statedoc":       cmdStateDoc,
+			"install-plugin": cmdInstallPlugin,
+		},
+	})
+}
+
+func envName(cmd string) string {
+	switch cmd {
+	case "bundled-rancher":
+		return "RANCHER_PLUGIN"
+	case "bundled-argocd":
+		return "ARGOCD_PLUGIN"
+	default:
+		return "FAKE_PLUGIN"
+	}
+}
+
+func lookIn(path, name string) (string, error) {
+	for _, dir := range filepath.SplitList(path) {
+		p := filepath.Join(dir, name)
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s not found on PATH", name)
+}
+
+// cmdExitCode runs "exitcode N prog args..." and asserts prog exits with N.
+// Its stdout and stderr are kept for the stdout/stderr commands that follow.
+func cmdExitCode(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: exitcode N prog [args...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	if err != nil {
+		ts.Fatalf("exitcode: %v", err)
+	}
+	got := 0
+	if err := ts.Exec(args[1], args[2:]...); err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			ts.Fatalf("exitcode: %v", err)
+		}
+		got = ee.ExitCode()
+	}
+	if got != want {
+		ts.Fatalf("%s exited %d, want %d\nstderr:\n%s", args[1], got, want, ts.ReadFile("stderr"))
+	}
+}
+
+// cmdFileMode runs "filemode FILE MODE" (octal permission bits).
+func cmdFileMode(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: filemode FILE MODE")
+	}
+	fi, err := os.Stat(ts.MkAbs(args[0]))
+	ts.Check(err)
+	want, err := strconv.ParseUint(args[1], 8, 32)
+	ts.Check(err)
+	if got := fi.Mode().Perm(); (got == fs.FileMode(want)) == neg {
+		ts.Fatalf("%s has mode %#o, want %s%#o", args[0], got, map[bool]string{true: "not ", false: ""}[neg], want)
+	}
+}
+
+// cmdStateDoc runs "statedoc FILE [SECTION=STATUS...]": FILE holds exactly one
+// valid state document (nothing else) whose sections have those statuses.
+func cmdStateDoc(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 1 {
+		ts.Fatalf("usage: statedoc FILE [SECTION=STATUS...]")
+	}
+	doc, err := state.Parse([]byte(ts.ReadFile(args[0])))
+	if err != nil || doc == nil {
+		ts.Fatalf("%s is not exactly one state document: %v", args[0], err)
+	}
+	for _, want := range args[1:] {
+		name, status, ok := strings.Cut(want, "=")
+		if !ok {
+			ts.Fatalf("statedoc: %q is not SECTION=STATUS", want)
+		}
+		sec, present, err := doc.Section(name)
+		ts.Check(err)
+		switch {
+		case status == "absent" && present:
+			ts.Fatalf("section %s is present, want absent", name)
+		case status == "absent":
+		case !present:
+			ts.Fatalf("section %s is absent, want %s", name, status)
+		case string(sec.Status) != status:
+			ts.Fatalf("section %s is %s, want %s", name, sec.Status, status)
+		}
+	}
+}
+
+
+// cmdInstallPlugin runs "install-plugin NAME TARGET [DIR]": it installs
+// DIR/tc-NAME (DIR defaults to $WORK/bin) as a script running TARGET, one of
+// the commands this test binary provides, with FAKEPLUGIN_NAME=NAME. (A
+// symlink would not do: the test binary picks the command by its own name.)
+func cmdInstallPlugin(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 || len(args) > 3 {
+		ts.Fatalf("usage: install-plugin NAME TARGET [DIR]")
+	}
+	dir := ts.MkAbs("bin")
+	if len(args) == 3 {
+		dir = ts.MkAbs(args[2])
+	}
+	ts.Check(os.MkdirAll(dir, 0o755))
+	script := fmt.Sprintf("#!/bin/sh\nFAKEPLUGIN_NAME=%s exec '%s' \"$@\"\n", args[0], args[1])
+	ts.Check(os.WriteFile(filepath.Join(dir, "tc-"+args[0]), []byte(script), 0o755))
+}

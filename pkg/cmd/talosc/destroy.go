@@ -1,0 +1,137 @@
+package talosc
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/talosc/talosc/pkg/cli"
+	"github.com/talosc/talosc/pkg/config"
+	"github.com/talosc/talosc/pkg/phase"
+	"github.com/talosc/talosc/pkg/plugin"
+	"github.com/talosc/talosc/pkg/state"
+)
+
+// DestroyOptions configures destroy.
+type DestroyOptions struct {
+	Globals *Globals
+	DryRun  bool
+	Yes     bool
+	Output  string
+}
+
+func newDestroyCommand(g *Globals, runF func(context.Context, *DestroyOptions) error) *cobra.Command {
+	o := &DestroyOptions{Globals: g}
+	cmd := &cobra.Command{
+		Use:   "destroy",
+		Short: "Tear the cluster down: plugins first, then every resource talosc owns",
+		Long: `destroy asks for the cluster name (unless --yes), runs the configured plugins'
+destroy hooks in reverse order, then the phases' (nodes, net, image), and finally
+removes talossecrets.yaml, talosconfig and kubeconfig. The shared boot image is
+kept. Without an answer on stdin it exits 130 and changes nothing.
+
+` + cli.ExitCodesHelp,
+		Example: "  # Tear down ./staging without being asked\n  kubectl talosc destroy -C staging --yes",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := validateOutput(o.Output, "text", "json", "yaml"); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&o.DryRun, "dry-run", false, "report what would be removed, removing nothing")
+	f.BoolVar(&o.Yes, "yes", false, "do not ask for the cluster name")
+	f.StringVarP(&o.Output, "output", "o", "text", "also print the final state document on stdout: text (none), json or yaml")
+	return cmd
+}
+
+// Run confirms, then tears down plugins, phases and client files.
+func (o *DestroyOptions) Run(ctx context.Context) error {
+	s, err := o.Globals.open(ctx, loadCredentials)
+	if err != nil {
+		return err
+	}
+	name := s.cfg.Name
+	s.out.Warn("destroy %s: every resource talosc owns for this cluster, plus %s, %s and %s, will be removed", name, config.TalosSecretsFile, config.TalosconfigFile, config.KubeconfigFile)
+	if !o.Yes && !o.DryRun {
+		if err := confirm(o.Globals.Streams, "type the cluster name to confirm: ", name); err != nil {
+			return err
+		}
+	}
+	doc := state.New(name, actionDestroy)
+	var pluginErr error
+	if _, bootstrapped := phase.ClientFile(s.cfg, config.KubeconfigFile); bootstrapped {
+		doc, pluginErr = s.runActivePlugins(ctx, plugin.HookDestroy, doc, plugin.CallOptions{DryRun: o.DryRun, Yes: true})
+	} else {
+		s.out.Info("plugins: the cluster was never bootstrapped (no kubeconfig); skipping their destroy hooks")
+	}
+	extra := []string{"--yes"}
+	if o.DryRun {
+		extra = []string{"--dry-run"}
+	}
+	res, err := s.runPhases(ctx, actionDestroy, doc, extra...)
+	if err != nil {
+		return err
+	}
+	s.renderPlan(res.doc, o.DryRun)
+	if err := s.printDocument(res.doc, o.Output); err != nil {
+		return err
+	}
+	if res.code != 0 {
+		return &cli.ExitError{Code: res.code, Err: fmt.Errorf("phase %s failed; %s and the client files were kept", res.failed, config.TalosSecretsFile)}
+	}
+	if err := s.resetFiles(o.DryRun); err != nil {
+		return err
+	}
+	if pluginErr != nil {
+		return &cli.ExitError{Code: cli.ExitFailure, Err: pluginErr}
+	}
+	return nil
+}
+
+// resetFiles removes the identity and client files once the cloud side is gone.
+func (s *session) resetFiles(dryRun bool) error {
+	for _, f := range []string{config.TalosSecretsFile, config.TalosconfigFile, config.KubeconfigFile, "bootstrapped"} {
+		p := filepath.Join(s.dir, f)
+		if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if dryRun {
+			s.out.Action(true, "remove %s", p)
+			continue
+		}
+		if err := os.Remove(p); err != nil {
+			return fmt.Errorf("remove %s: %w", p, err)
+		}
+		s.out.Action(false, "removed %s", p)
+	}
+	return nil
+}
+
+// confirm asks the user to type want. No answer (EOF) is an interruption
+// (exit 130); a wrong answer aborts (exit 1). Nothing is done in either case.
+func confirm(s cli.Streams, prompt, want string) error {
+	fmt.Fprint(s.ErrOut, prompt)
+	line, err := bufio.NewReader(s.In).ReadString('\n')
+	if err != nil && (!errors.Is(err, io.EOF) || line == "") {
+		fmt.Fprintln(s.ErrOut)
+		return &cli.ExitError{Code: cli.ExitInterrupted, Err: errors.New("interrupted: no answer on stdin (use --yes in scripts); nothing was done")}
+	}
+	if strings.TrimSpace(line) != want {
+		return &cli.ExitError{Code: cli.ExitFailure, Err: errors.New("aborted: the answer did not match the cluster name; nothing was done")}
+	}
+	return nil
+}

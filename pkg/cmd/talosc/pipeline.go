@@ -1,0 +1,114 @@
+package talosc
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"time"
+
+	"github.com/talosc/talosc/pkg/cli"
+	"github.com/talosc/talosc/pkg/phase"
+	"github.com/talosc/talosc/pkg/state"
+)
+
+// interruptGrace is how long a phase gets to write its partial state after
+// an interrupt before it is killed.
+const interruptGrace = 30 * time.Second
+
+// pipeResult is what a pipeline of phases produced.
+type pipeResult struct {
+	doc *state.Document
+	// code is the exit code of the first phase (in pipeline order) that
+	// failed, 0 when all succeeded.
+	code int
+	// failed names that phase.
+	failed string
+}
+
+// runPhases runs the builtin phases for action as separate processes joined
+// by pipes, exactly as "tc-image converge | tc-net converge | tc-nodes
+// converge" would, feeding in to the first. Each phase's stderr streams to
+// the user. A phase whose upstream failed skips its work, so the run stops at
+// the first failing phase.
+func (s *session) runPhases(ctx context.Context, action string, in *state.Document, extra ...string) (pipeResult, error) {
+	names := phase.OrderFor(action)
+	cmds := make([]*exec.Cmd, len(names))
+	for i, name := range names {
+		path, err := s.phasePath(name)
+		if err != nil {
+			return pipeResult{}, err
+		}
+		cmd := exec.CommandContext(ctx, path, append([]string{action, "-C", s.dir}, extra...)...)
+		cmd.Env = s.env
+		cmd.Stderr = s.g.Streams.ErrOut
+		cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+		cmd.WaitDelay = interruptGrace
+		cmds[i] = cmd
+	}
+	var input bytes.Buffer
+	if err := state.Write(&input, in); err != nil {
+		return pipeResult{}, err
+	}
+	cmds[0].Stdin = &input
+	var last bytes.Buffer
+	cmds[len(cmds)-1].Stdout = &last
+	var closers []io.Closer
+	for i := range len(cmds) - 1 {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return pipeResult{}, fmt.Errorf("pipe: %w", err)
+		}
+		cmds[i].Stdout, cmds[i+1].Stdin = w, r
+		closers = append(closers, r, w)
+	}
+	started := 0
+	var startErr error
+	for _, cmd := range cmds {
+		if startErr = cmd.Start(); startErr != nil {
+			break
+		}
+		started++
+	}
+	for _, c := range closers { // the children hold their own copies
+		_ = c.Close()
+	}
+	res := pipeResult{}
+	for i, cmd := range cmds[:started] {
+		code := exitCode(cmd.Wait())
+		if code != 0 && res.code == 0 {
+			res.code, res.failed = code, names[i]
+		}
+	}
+	if startErr != nil {
+		return res, fmt.Errorf("start phase %s: %w", names[started], startErr)
+	}
+	doc, err := state.Parse(last.Bytes())
+	if err != nil || doc == nil {
+		return res, fmt.Errorf("phase %s wrote no usable state document: %w", names[len(names)-1], errors.Join(err, errMissingDoc(doc)))
+	}
+	res.doc = doc
+	return res, ctx.Err()
+}
+
+func errMissingDoc(doc *state.Document) error {
+	if doc == nil {
+		return errors.New("stdout was empty")
+	}
+	return nil
+}
+
+// exitCode maps a Wait error to a process exit code.
+func exitCode(err error) int {
+	if err == nil {
+		return cli.ExitOK
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && ee.ExitCode() > 0 {
+		return ee.ExitCode()
+	}
+	return cli.ExitFailure
+}

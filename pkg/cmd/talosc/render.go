@@ -1,0 +1,106 @@
+package talosc
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/talosc/talosc/pkg/cli"
+	"github.com/talosc/talosc/pkg/state"
+)
+
+// validateOutput refuses an -o value outside allowed.
+func validateOutput(value string, allowed ...string) error {
+	if slices.Contains(allowed, value) {
+		return nil
+	}
+	return cli.Usagef("--output %q: must be one of %v", value, allowed)
+}
+
+// renderPlan prints every section's changes, notes and errors on stderr,
+// grouped by phase or plugin in run order, then a one-line summary. The view
+// is rendered from the state document only.
+func (s *session) renderPlan(doc *state.Document, dryRun bool) {
+	all := map[string][]state.Change{}
+	for _, name := range doc.Names() {
+		sec, _, err := doc.Section(name)
+		if err != nil {
+			s.out.Warn("%v", err)
+			continue
+		}
+		s.out.Header("%s (%s)", name, sec.Status)
+		s.out.Plan(name, sec.Plan)
+		all[name] = sec.Plan
+		for _, m := range sec.Messages {
+			s.out.Info("%s", m)
+		}
+		if sec.Error != nil {
+			s.out.Warn("%s: %s", name, sec.Error.Message)
+			for _, p := range sec.Error.Problems {
+				s.out.Info("  %s", p)
+			}
+		}
+	}
+	summary := s.out.Summary(all)
+	if dryRun {
+		summary = "[dry-run] " + summary
+	}
+	s.out.Info("%s", summary)
+}
+
+// printDocument writes doc to stdout as JSON or YAML; "text" prints nothing
+// (the human view went to stderr).
+func (s *session) printDocument(doc *state.Document, output string) error {
+	switch output {
+	case "json":
+		return state.Write(s.g.Streams.Out, doc)
+	case "yaml":
+		return writeYAML(s.g.Streams.Out, doc)
+	default:
+		return nil
+	}
+}
+
+// writeYAML renders v as YAML through its JSON form, keeping the JSON field
+// order.
+func writeYAML(w interface{ Write([]byte) (int, error) }, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode: %w", err)
+	}
+	var node yaml.Node
+	if err := yaml.Unmarshal(data, &node); err != nil {
+		return fmt.Errorf("encode yaml: %w", err)
+	}
+	plainStyle(&node)
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(&node); err != nil {
+		return fmt.Errorf("encode yaml: %w", err)
+	}
+	_, err = w.Write(buf.Bytes())
+	return err
+}
+
+// decodeOutputs decodes a section's outputs into v; empty outputs leave v alone.
+func decodeOutputs(sec state.Section, v any) error {
+	if len(sec.Outputs) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(sec.Outputs, v); err != nil {
+		return fmt.Errorf("unexpected outputs: %w", err)
+	}
+	return nil
+}
+
+// plainStyle drops the JSON flow and quoting styles so the YAML reads as YAML.
+func plainStyle(n *yaml.Node) {
+	n.Style = 0
+	for _, c := range n.Content {
+		plainStyle(c)
+	}
+}

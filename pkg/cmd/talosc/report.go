@@ -1,0 +1,183 @@
+package talosc
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/talosc/talosc/pkg/cli"
+	"github.com/talosc/talosc/pkg/plugin"
+	"github.com/talosc/talosc/pkg/state"
+)
+
+// ReportOptions configures status and check.
+type ReportOptions struct {
+	Globals *Globals
+	Action  string
+	Output  string
+}
+
+func newReportCommand(g *Globals, action string, runF func(context.Context, *ReportOptions) error) *cobra.Command {
+	o := &ReportOptions{Globals: g, Action: action}
+	cmd := &cobra.Command{
+		Use:  action,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := validateOutput(o.Output, "text", "json", "yaml"); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	cmd.Flags().StringVarP(&o.Output, "output", "o", "text", "output format: text, json or yaml")
+	if action == actionStatus {
+		cmd.Short = "Report the provider, endpoints, owned resources, nodes and plugins"
+		cmd.Long = "status reports what every phase owns and every configured plugin's report.\nPlugin errors are shown but never change the exit code.\n\n" + cli.ExitCodesHelp
+		cmd.Example = "  # Status of ./prod as YAML\n  kubectl talosc status -C prod -o yaml"
+		return cmd
+	}
+	cmd.Short = "Report what needs attention: versions, drift, cordons, plugins (for cron)"
+	cmd.Long = "check compares the pinned versions with upstream and with the running nodes and\nasks every configured plugin. It needs no provider credentials. It exits 0 only\nwhen everything is up to date and the check was complete, 1 otherwise.\n\n" + cli.ExitCodesHelp
+	cmd.Example = "  # From cron: mail when something needs attention\n  kubectl talosc check -C /srv/clusters/prod || mail -s 'prod needs attention' ops"
+	return cmd
+}
+
+// Report is what status and check print with -o json|yaml.
+type Report struct {
+	Cluster  string                   `json:"cluster"`
+	Provider string                   `json:"provider"`
+	OK       *bool                    `json:"ok,omitempty"`
+	Sections map[string]ReportSection `json:"sections"`
+	Order    []string                 `json:"order"`
+}
+
+// ReportSection is one phase's or plugin's part of a report.
+type ReportSection struct {
+	Status   state.Status    `json:"status"`
+	Report   json.RawMessage `json:"report,omitempty"`
+	Messages []string        `json:"messages,omitempty"`
+	Error    string          `json:"error,omitempty"`
+}
+
+// Run runs the phases' status or check, then the configured plugins'.
+func (o *ReportOptions) Run(ctx context.Context) error {
+	mode := loadCredentials
+	if o.Action == actionCheck {
+		mode = loadNoCredentials
+	}
+	s, err := o.Globals.open(ctx, mode)
+	if err != nil {
+		return err
+	}
+	res, err := s.runPhases(ctx, o.Action, state.New(s.cfg.Name, o.Action))
+	if err != nil {
+		return err
+	}
+	doc, pluginErr := s.runActivePlugins(ctx, o.Action, res.doc, plugin.CallOptions{})
+	rep := buildReport(s, doc, o.Action == actionCheck)
+	if err := s.printReport(rep, o.Output); err != nil {
+		return err
+	}
+	if o.Action == actionCheck && !*rep.OK {
+		return cli.Exit(cli.ExitFailure)
+	}
+	if res.code != 0 {
+		return &cli.ExitError{Code: res.code, Err: fmt.Errorf("phase %s failed", res.failed)}
+	}
+	if pluginErr != nil {
+		s.out.Warn("%v", pluginErr) // plugin errors are embedded in status, never change its exit code
+	}
+	return nil
+}
+
+// buildReport turns the document into a report. For check, OK is true only
+// when every section succeeded and every report says ok.
+func buildReport(s *session, doc *state.Document, check bool) Report {
+	rep := Report{Cluster: s.cfg.Name, Provider: s.cfg.Provider(), Sections: map[string]ReportSection{}, Order: doc.Names()}
+	ok := true
+	for _, name := range rep.Order {
+		sec, _, err := doc.Section(name)
+		if err != nil {
+			ok = false
+			rep.Sections[name] = ReportSection{Status: state.StatusFailed, Error: err.Error()}
+			continue
+		}
+		rs := ReportSection{Status: sec.Status, Report: sec.Outputs, Messages: sec.Messages}
+		if sec.Error != nil {
+			rs.Error = sec.Error.Message
+		}
+		rep.Sections[name] = rs
+		if sec.Status != state.StatusSucceeded || !reportOK(sec.Outputs) {
+			ok = false
+		}
+	}
+	if check {
+		rep.OK = &ok
+	}
+	return rep
+}
+
+// reportOK reads the "ok" field of a check report; a report without one
+// counts as ok.
+func reportOK(raw json.RawMessage) bool {
+	var v struct {
+		OK *bool `json:"ok"`
+	}
+	if len(raw) == 0 || json.Unmarshal(raw, &v) != nil || v.OK == nil {
+		return true
+	}
+	return *v.OK
+}
+
+func (s *session) printReport(rep Report, output string) error {
+	w := s.g.Streams.Out
+	switch output {
+	case "json":
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	case "yaml":
+		return writeYAML(w, rep)
+	}
+	fmt.Fprintf(w, "cluster: %s\nprovider: %s\n", rep.Cluster, rep.Provider)
+	for _, name := range rep.Order {
+		sec := rep.Sections[name]
+		fmt.Fprintf(w, "\n%s: %s\n", name, sec.Status)
+		if len(sec.Report) > 0 {
+			var v any
+			if json.Unmarshal(sec.Report, &v) == nil {
+				var b strings.Builder
+				if err := writeYAML(&b, v); err == nil {
+					writeIndented(w, b.String())
+				}
+			}
+		}
+		for _, m := range sec.Messages {
+			fmt.Fprintf(w, "  note: %s\n", m)
+		}
+		if sec.Error != "" {
+			fmt.Fprintf(w, "  error: %s\n", sec.Error)
+		}
+	}
+	if rep.OK != nil {
+		verdict := "everything is up to date"
+		if !*rep.OK {
+			verdict = "needs attention"
+		}
+		fmt.Fprintf(w, "\ncheck: %s\n", verdict)
+	}
+	return nil
+}
+
+func writeIndented(w io.Writer, text string) {
+	for line := range strings.SplitSeq(strings.TrimRight(text, "\n"), "\n") {
+		fmt.Fprintf(w, "  %s\n", line)
+	}
+}

@@ -1,0 +1,178 @@
+package talosc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/talosc/talosc/pkg/cli"
+	"github.com/talosc/talosc/pkg/phase"
+	"github.com/talosc/talosc/pkg/plugin"
+	"github.com/talosc/talosc/pkg/state"
+)
+
+const (
+	actionPlan     = phase.ActionPlan
+	actionConverge = phase.ActionConverge
+	actionStatus   = phase.ActionStatus
+	actionCheck    = phase.ActionCheck
+	actionDestroy  = phase.ActionDestroy
+)
+
+// RunOptions configures plan and converge.
+type RunOptions struct {
+	Globals *Globals
+	Action  string
+	DryRun  bool
+	Yes     bool
+	Reboot  bool
+	Output  string
+}
+
+func newRunCommand(g *Globals, action string, runF func(context.Context, *RunOptions) error) *cobra.Command {
+	o := &RunOptions{Globals: g, Action: action}
+	cmd := &cobra.Command{
+		Use:  action,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := validateOutput(o.Output, "text", "json", "yaml"); err != nil {
+				return err
+			}
+			if o.DryRun {
+				o.Action = actionPlan
+			}
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&o.Reboot, "reboot", false, "restart nodes with pending sizing changes, one at a time, control planes first")
+	f.StringVarP(&o.Output, "output", "o", "text", "also print the final state document on stdout: text (none), json or yaml")
+	if action == actionPlan {
+		cmd.Short = "Show what converge would change, changing nothing"
+		cmd.Long = "plan is exactly converge in dry-run: every phase and plugin reports what it would\ncreate, update or delete; nothing is changed.\n\n" + cli.ExitCodesHelp
+		cmd.Example = "  # What would change in the cluster in ./prod?\n  kubectl talosc plan -C prod"
+		return cmd
+	}
+	cmd.Aliases = []string{"sync", "apply"}
+	cmd.Short = "Make the cluster match cluster.yaml"
+	cmd.Long = "converge runs the phases (tc-image | tc-net | tc-nodes) joined by pipes, then\nevery configured plugin, so that the cluster matches cluster.yaml.\n\n" + cli.ExitCodesHelp
+	cmd.Example = "  # Build or update the cluster in ./prod\n  kubectl talosc converge -C prod"
+	f.BoolVar(&o.DryRun, "dry-run", false, "only plan (same as \"kubectl talosc plan\")")
+	f.BoolVar(&o.Yes, "yes", false, "do not ask before deleting anything")
+	return cmd
+}
+
+// Run validates everything, runs the phases, then the plugins.
+func (o *RunOptions) Run(ctx context.Context) error {
+	s, err := o.Globals.open(ctx, loadCredentials)
+	if err != nil {
+		return err
+	}
+	dryRun := o.Action == actionPlan
+	doc := state.New(s.cfg.Name, o.Action)
+	if err := s.validatePlugins(ctx, s.plugins, doc); err != nil {
+		return err
+	}
+	var extra []string
+	if o.Reboot {
+		extra = append(extra, "--reboot")
+	}
+	res, err := s.runPhases(ctx, o.Action, doc, extra...)
+	if err != nil {
+		return err
+	}
+	doc = res.doc
+	var pluginErr error
+	if res.code == 0 {
+		doc, pluginErr = s.runActivePlugins(ctx, plugin.HookConverge, doc, plugin.CallOptions{DryRun: dryRun, Yes: o.Yes})
+	}
+	s.renderPlan(doc, dryRun)
+	if err := s.printDocument(doc, o.Output); err != nil {
+		return err
+	}
+	if res.code != 0 {
+		return &cli.ExitError{Code: res.code, Err: fmt.Errorf("phase %s failed; later phases and plugins did not run", res.failed)}
+	}
+	if pluginErr != nil {
+		return &cli.ExitError{Code: cli.ExitFailure, Err: pluginErr}
+	}
+	return nil
+}
+
+// validatePlugins runs every installed plugin's validate hook, configured or
+// not, before anything can change. A refusal is an invalid configuration.
+func (s *session) validatePlugins(ctx context.Context, plugins []plugin.Plugin, doc *state.Document) error {
+	var refused, crashed []error
+	r := s.runner()
+	for _, p := range plugins {
+		if !p.Implements(plugin.HookValidate) {
+			continue
+		}
+		_, sec, err := r.Call(ctx, p, plugin.HookValidate, doc, plugin.CallOptions{})
+		switch {
+		case err == nil && sec.Status != state.StatusFailed:
+			continue
+		case sec.Error != nil && len(sec.Error.Problems) > 0:
+			for _, pr := range sec.Error.Problems {
+				refused = append(refused, fmt.Errorf("%s: %s", p.Name, pr))
+			}
+		default:
+			crashed = append(crashed, fmt.Errorf("plugin %s failed during validate: %w", p.Name, err))
+		}
+	}
+	if len(crashed) > 0 {
+		return &cli.ExitError{Code: cli.ExitFailure, Err: errors.Join(append(crashed, refused...)...)}
+	}
+	if len(refused) > 0 {
+		return cli.Usage(fmt.Errorf("plugin configuration refused; nothing was changed:\n%w", errors.Join(refused...)))
+	}
+	return nil
+}
+
+// activePlugins asks every plugin whether it is configured. A plugin whose
+// configured hook fails is skipped with a warning.
+func (s *session) activePlugins(ctx context.Context, plugins []plugin.Plugin, doc *state.Document) []plugin.Plugin {
+	var active []plugin.Plugin
+	r := s.runner()
+	for _, p := range plugins {
+		_, sec, err := r.Call(ctx, p, plugin.HookConfigured, doc, plugin.CallOptions{})
+		if err != nil {
+			s.out.Warn("plugin %s: configured hook failed (%v); skipping it", p.Name, err)
+			continue
+		}
+		var out struct {
+			Configured bool `json:"configured"`
+		}
+		if jsonErr := decodeOutputs(sec, &out); jsonErr != nil {
+			s.out.Warn("plugin %s: configured hook: %v; skipping it", p.Name, jsonErr)
+			continue
+		}
+		if out.Configured {
+			active = append(active, p)
+		}
+	}
+	return active
+}
+
+// runActivePlugins runs hook on every configured plugin, in run order, each
+// seeing what the earlier ones recorded. Failures are contained.
+func (s *session) runActivePlugins(ctx context.Context, hook string, doc *state.Document, o plugin.CallOptions) (*state.Document, error) {
+	active := s.activePlugins(ctx, s.plugins, doc)
+	if hook == plugin.HookDestroy {
+		active = reversed(active)
+	}
+	return s.runner().RunAll(ctx, active, hook, doc, o)
+}
+
+func reversed[T any](in []T) []T {
+	out := make([]T, len(in))
+	for i, v := range in {
+		out[len(in)-1-i] = v
+	}
+	return out
+}

@@ -1,0 +1,176 @@
+package talosc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/talosc/talosc/pkg/cli"
+	"github.com/talosc/talosc/pkg/config"
+	"github.com/talosc/talosc/pkg/plugin"
+	"github.com/talosc/talosc/pkg/state"
+	"github.com/talosc/talosc/pkg/ui"
+)
+
+// Host is the front door's view of the machine it runs on. Tests replace it.
+type Host struct {
+	// Self is the front door's own executable; phase binaries next to it win
+	// over ones on PATH.
+	Self string
+	// Environ is the environment children inherit.
+	Environ []string
+}
+
+// OSHost describes the running process.
+func OSHost() Host {
+	self, err := os.Executable()
+	if err == nil {
+		if resolved, rerr := filepath.EvalSymlinks(self); rerr == nil {
+			self = resolved
+		}
+	}
+	return Host{Self: self, Environ: os.Environ()}
+}
+
+// Getenv reads a variable from the host environment.
+func (h Host) Getenv(key string) string {
+	v, _ := h.LookupEnv(key)
+	return v
+}
+
+// LookupEnv reads a variable from the host environment.
+func (h Host) LookupEnv(key string) (string, bool) {
+	for i := len(h.Environ) - 1; i >= 0; i-- {
+		if k, v, ok := strings.Cut(h.Environ[i], "="); ok && k == key {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// Globals are the flags and seams every subcommand shares.
+type Globals struct {
+	Streams cli.Streams
+	Host    Host
+	Dir     string
+	// Load reads cluster.yaml; nil means config.Load.
+	Load func(dir string, o config.LoadOptions) (*config.Cluster, error)
+}
+
+// session is what one command run works with.
+type session struct {
+	g       *Globals
+	dir     string
+	cfg     *config.Cluster
+	plugins []plugin.Plugin
+	out     *ui.Printer
+	env     []string
+}
+
+type loadMode int
+
+const (
+	loadNone         loadMode = iota // no cluster.yaml needed
+	loadOptional                     // use cluster.yaml when present
+	loadCredentials                  // needs provider credentials
+	loadNoCredentials                // never talks to the provider (check)
+)
+
+// open discovers plugins and loads the configuration as mode asks.
+func (g *Globals) open(ctx context.Context, mode loadMode) (*session, error) {
+	dir, err := filepath.Abs(g.Dir)
+	if err != nil {
+		return nil, cli.Usage(fmt.Errorf("cluster directory %q: %w", g.Dir, err))
+	}
+	s := &session{g: g, dir: dir, out: ui.New(g.Streams.ErrOut, g.Host.Environ)}
+	s.plugins, err = plugin.Discover(ctx, plugin.DiscoverOptions{
+		PathEnv: g.Host.Getenv("PATH"),
+		Env:     g.Host.Environ,
+		Exclude: plugin.Builtins(),
+		Warn:    func(msg string) { s.out.Warn("%s", msg) },
+	})
+	if err != nil {
+		return nil, err
+	}
+	if mode == loadOptional {
+		if _, err := os.Stat(filepath.Join(dir, config.ClusterFile)); errors.Is(err, fs.ErrNotExist) {
+			mode = loadNone
+		} else {
+			mode = loadNoCredentials
+		}
+	}
+	if mode != loadNone {
+		load := g.Load
+		if load == nil {
+			load = config.Load
+		}
+		s.cfg, err = load(dir, config.LoadOptions{
+			PluginSections:    plugin.Sections(s.plugins),
+			NeedCredentials:   mode == loadCredentials,
+			MissingIncludesOK: mode == loadNoCredentials,
+		})
+		if err != nil {
+			return nil, cli.Usage(err)
+		}
+		for _, w := range s.cfg.Warnings {
+			s.out.Warn("%s", w)
+		}
+	}
+	s.env = s.childEnv()
+	return s, nil
+}
+
+// childEnv is the environment of every phase and plugin the front door runs.
+func (s *session) childEnv() []string {
+	set := map[string]string{
+		plugin.EnvPath:      s.g.Host.Self,
+		plugin.EnvDir:       s.dir,
+		plugin.EnvConfig:    filepath.Join(s.dir, config.ClusterFile),
+		plugin.EnvStateAPI:  state.APIVersion,
+		plugin.EnvSections:  plugin.SectionsEnv(s.plugins),
+		plugin.EnvKubeconf:  filepath.Join(s.dir, config.KubeconfigFile),
+		plugin.EnvTalosconf: filepath.Join(s.dir, config.TalosconfigFile),
+	}
+	env := make([]string, 0, len(s.g.Host.Environ)+len(set))
+	for _, kv := range s.g.Host.Environ {
+		if k, _, _ := strings.Cut(kv, "="); set[k] == "" {
+			env = append(env, kv)
+		}
+	}
+	for _, k := range []string{plugin.EnvPath, plugin.EnvDir, plugin.EnvConfig, plugin.EnvStateAPI, plugin.EnvSections, plugin.EnvKubeconf, plugin.EnvTalosconf} {
+		env = append(env, k+"="+set[k])
+	}
+	return env
+}
+
+// phasePath finds tc-NAME next to the front door first, then on PATH. An
+// executable found through a relative PATH entry is refused (exec.ErrDot).
+func (s *session) phasePath(name string) (string, error) {
+	bin := plugin.Prefix + name
+	if s.g.Host.Self != "" {
+		p := filepath.Join(filepath.Dir(s.g.Host.Self), bin)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	for _, d := range filepath.SplitList(s.g.Host.Getenv("PATH")) {
+		if d == "" || !filepath.IsAbs(d) {
+			continue
+		}
+		p := filepath.Join(d, bin)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("phase binary %s not found next to %s or on PATH: %w; reinstall talosc", bin, s.g.Host.Self, exec.ErrNotFound)
+}
+
+// runner runs plugin hooks with the session's environment.
+func (s *session) runner() *plugin.Runner {
+	return &plugin.Runner{Env: s.env, Stderr: s.g.Streams.ErrOut}
+}

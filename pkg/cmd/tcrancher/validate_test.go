@@ -1,0 +1,119 @@
+package tcrancher_test
+
+import (
+	"maps"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/talosc/talosc/pkg/cmd/tcrancher"
+)
+
+type (
+	m = map[string]any
+	l = []any
+)
+
+func TestValidate(t *testing.T) {
+	t.Parallel()
+	creds := func(extra m) m {
+		out := m{"url": "https://rancher.example.edu", "token": "token-x:y"}
+		maps.Copy(out, extra)
+		return out
+	}
+	tests := []struct {
+		name    string
+		section any
+		want    []string
+	}{
+		{"absent", nil, nil},
+		{"empty mapping", m{}, nil},
+		{"scaffold", m{"admins": l{}, "users": l{}}, nil},
+		{"full", creds(m{"admins": l{"alice", "bob"}, "users": l{"carol"}}), nil},
+		{"null tiers read as empty", m{"admins": nil, "users": nil}, nil},
+		{"non-mapping section", "enabled", []string{`rancher: must be a YAML mapping, not the string "enabled"`}},
+		{"list section", l{"alice"}, []string{"rancher: must be a YAML mapping, not a list"}},
+		{
+			"unknown keys", creds(m{"admin": l{"alice"}, "URL": "x"}),
+			[]string{
+				"rancher.URL: unknown key; the rancher plugin uses admins, users, url and token",
+				"rancher.admin: unknown key; the rancher plugin uses admins, users, url and token",
+			},
+		},
+		{"admins a string", m{"admins": "alice"}, []string{`rancher.admins: must be a list of usernames, not the string "alice"`}},
+		{"admins a number", m{"admins": 3}, []string{"rancher.admins: must be a list of usernames, not the number 3"}},
+		{"users a mapping", m{"users": m{"carol": true}}, []string{"rancher.users: must be a list of usernames, not a mapping"}},
+		{
+			"admins with numbers",
+			m{"admins": l{1, 2}},
+			[]string{
+				"rancher.admins[0]: must be a username (rancher.admins is a list of usernames), not the number 1",
+				"rancher.admins[1]: must be a username (rancher.admins is a list of usernames), not the number 2",
+			},
+		},
+		{
+			"users mixed",
+			m{"users": l{"carol", 3, "", "two words", nil}},
+			[]string{
+				"rancher.users[1]: must be a username (rancher.users is a list of usernames), not the number 3",
+				"rancher.users[2]: must be a username (rancher.users is a list of usernames), not an empty string",
+				`rancher.users[3]: must be a username (rancher.users is a list of usernames), not the string "two words"`,
+				"rancher.users[4]: must be a username (rancher.users is a list of usernames), not null",
+			},
+		},
+		{
+			"name in both tiers",
+			m{"admins": l{"alice", "bob", "dave"}, "users": l{"carol", "bob", "dave"}},
+			[]string{"rancher.users: listed under both 'admins' and 'users': bob, dave; list each username under exactly one tier"},
+		},
+		{"null url", m{"url": nil, "token": "t"}, []string{"rancher.url: must be a non-empty string, not null"}},
+		{"null token", m{"url": "u", "token": nil}, []string{"rancher.token: must be a non-empty string, not null"}},
+		{"empty url", m{"url": ""}, []string{"rancher.url: must be a non-empty string, not an empty string"}},
+		{"blank token", m{"token": "  "}, []string{"rancher.token: must be a non-empty string, not an empty string"}},
+		{"list url", m{"url": l{"not", "a", "string"}}, []string{"rancher.url: must be a non-empty string, not a list"}},
+		{"numeric token", m{"token": 3}, []string{"rancher.token: must be a non-empty string, not the number 3"}},
+		{"boolean url", m{"url": true}, []string{"rancher.url: must be a non-empty string, not the boolean true"}},
+		{
+			"every problem at once",
+			m{"extra": 1, "admins": "alice", "users": l{2}, "url": nil, "token": ""},
+			[]string{
+				"rancher.extra: unknown key; the rancher plugin uses admins, users, url and token",
+				`rancher.admins: must be a list of usernames, not the string "alice"`,
+				"rancher.users[0]: must be a username (rancher.users is a list of usernames), not the number 2",
+				"rancher.url: must be a non-empty string, not null",
+				"rancher.token: must be a non-empty string, not an empty string",
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if diff := cmp.Diff(tt.want, tcrancher.Validate(tt.section)); diff != "" {
+				t.Errorf("Validate() mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestConfigured(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		section any
+		want    bool
+	}{
+		{"absent", nil, false},
+		{"not a mapping", "yes", false},
+		{"members only", m{"admins": l{"alice"}}, false},
+		{"url only", m{"url": "https://r"}, false},
+		{"empty token", m{"url": "https://r", "token": ""}, false},
+		{"null token", m{"url": "https://r", "token": nil}, false},
+		{"url and token", m{"url": "https://r", "token": "token-x:y"}, true},
+		{"with members", m{"admins": l{"alice"}, "url": "https://r", "token": "token-x:y"}, true},
+	}
+	for _, tt := range tests {
+		if got := tcrancher.Configured(tt.section); got != tt.want {
+			t.Errorf("%s: Configured() = %t, want %t", tt.name, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,257 @@
+package phase
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/talosc/talosc/pkg/cli"
+	"github.com/talosc/talosc/pkg/config"
+	"github.com/talosc/talosc/pkg/plugin"
+	"github.com/talosc/talosc/pkg/state"
+	"github.com/talosc/talosc/pkg/ui"
+	"github.com/talosc/talosc/pkg/version"
+)
+
+// Options configures one run of a phase binary. Fields above the blank line
+// come from flags; the rest are seams tests replace.
+type Options struct {
+	Dir    string
+	Yes    bool
+	DryRun bool
+
+	Streams cli.Streams
+	// Load reads the configuration; nil means config.Load.
+	Load func(dir string, o config.LoadOptions) (*config.Cluster, error)
+	// LookupEnv reads the environment; nil means os.LookupEnv.
+	LookupEnv func(string) (string, bool)
+}
+
+// NewCommand returns the root command of the phase binary for p. runF, when
+// not nil, replaces the real run (tests capture the options with it).
+func NewCommand(s cli.Streams, p Phase, runF func(context.Context, *Options, string) error) *cobra.Command {
+	o := &Options{Streams: s, Load: config.Load, LookupEnv: os.LookupEnv}
+	binary := plugin.Prefix + p.Name()
+	root := &cobra.Command{
+		Use:   binary + " ACTION [flags] < state.json > state.json",
+		Short: fmt.Sprintf("Run the %s phase of a talosc run", p.Name()),
+		Long: fmt.Sprintf(`%s runs the %s phase of a talosc run as a Unix filter: it reads
+cluster.yaml (in -C DIR) and the JSON state document of earlier phases on stdin
+(when stdin is not a terminal), and writes the state document with its own
+%q section on stdout. Progress and plans go to stderr.
+
+`, binary, p.Name(), p.Name()) + cli.ExitCodesHelp,
+		Example: fmt.Sprintf(`  # Plan the whole cluster by hand, phase by phase
+  tc-image plan | tc-net plan | tc-nodes plan
+
+  # Show what the %s phase owns
+  %s status -C mycluster`, p.Name(), binary),
+		Version:       version.Version(),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().StringVarP(&o.Dir, "dir", "C", ".", "cluster `DIR`ectory holding cluster.yaml")
+	for _, a := range []struct{ name, short string }{
+		{ActionPlan, "Plan the phase: report what converge would change, changing nothing"},
+		{ActionConverge, "Make what the phase owns match cluster.yaml"},
+		{ActionStatus, "Report what the phase owns"},
+		{ActionCheck, "Report what needs attention (needs no provider credentials)"},
+		{ActionDestroy, "Remove what the phase owns (needs --yes; the front door asks first)"},
+	} {
+		cmd := &cobra.Command{
+			Use:   a.name,
+			Short: a.short,
+			Args:  cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				if runF != nil {
+					return runF(cmd.Context(), o, a.name)
+				}
+				return o.Run(cmd.Context(), p, a.name)
+			},
+		}
+		if a.name == ActionDestroy {
+			cmd.Flags().BoolVar(&o.Yes, "yes", false, "confirm the destruction (a phase in a pipe cannot prompt)")
+			cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "report what would be removed, removing nothing")
+		}
+		root.AddCommand(cmd)
+	}
+	return root
+}
+
+// Run performs action for p and writes the resulting document to stdout. It
+// writes a document on every path where it can, so downstream phases see why
+// it stopped.
+func (o *Options) Run(ctx context.Context, p Phase, action string) error {
+	out := ui.New(o.Streams.ErrOut, os.Environ())
+	doc, err := readState(o.Streams.In)
+	if err != nil {
+		return cli.Usage(err)
+	}
+	dryRun := action == ActionPlan || (action == ActionDestroy && o.DryRun)
+	if action == ActionDestroy && !o.Yes && !o.DryRun {
+		return cli.Usagef("%s destroy needs --yes (use \"kubectl talosc destroy\" to be asked)", plugin.Prefix+p.Name())
+	}
+	sec := state.Section{Producer: plugin.Prefix + p.Name() + "/" + version.Version()}
+	cfg, err := o.load(ctx, action, out)
+	if err != nil {
+		sec.Fail(err)
+		var problems config.Problems
+		if errors.As(err, &problems) {
+			sec.Error.Problems = problemLines(problems)
+		}
+		if doc == nil {
+			doc = state.New("", action)
+		}
+		return errors.Join(cli.Usage(err), o.write(doc, p.Name(), sec))
+	}
+	// Under the front door, which printed the warnings and renders the
+	// whole plan from the final document, a phase only reports progress.
+	_, fromFrontDoor := o.LookupEnv(plugin.EnvPath)
+	if !fromFrontDoor {
+		for _, w := range cfg.Warnings {
+			out.Warn("%s", w)
+		}
+	}
+	if doc == nil {
+		doc = state.New(cfg.Name, action)
+	}
+	if err := compatible(doc, cfg.Name, p.Name(), action, dryRun); err != nil {
+		return cli.Usage(err)
+	}
+	if blocked := blockedBy(doc, p.Name(), action); blocked != "" && action != ActionStatus && action != ActionCheck {
+		sec.Status = state.StatusSkipped
+		sec.Messages = []string{fmt.Sprintf("skipped: phase %q did not succeed", blocked)}
+		out.Warn("%s: skipped because phase %q did not succeed", p.Name(), blocked)
+		return errors.Join(cli.Exit(cli.ExitFailure), o.write(doc, p.Name(), sec))
+	}
+	in := &Input{Config: cfg, State: doc, DryRun: dryRun, Out: out}
+	runErr := o.perform(ctx, p, action, in, &sec)
+	if runErr != nil && sec.Status == "" {
+		sec.Fail(runErr)
+	}
+	if !fromFrontDoor {
+		if action == ActionPlan || action == ActionConverge || action == ActionDestroy {
+			out.Plan(p.Name(), sec.Plan)
+		}
+		for _, m := range sec.Messages {
+			out.Info("%s", m)
+		}
+	}
+	return errors.Join(runErr, o.write(doc, p.Name(), sec))
+}
+
+func (o *Options) perform(ctx context.Context, p Phase, action string, in *Input, sec *state.Section) error {
+	switch action {
+	case ActionPlan, ActionConverge:
+		in.Out.Header("%s", p.Name())
+		if err := p.Converge(ctx, in, sec); err != nil {
+			return err
+		}
+		sec.Status = state.StatusSucceeded
+		if in.DryRun {
+			sec.Status = state.StatusPlanned
+		}
+	case ActionDestroy:
+		if err := p.Destroy(ctx, in, sec); err != nil {
+			return err
+		}
+		sec.Status = state.StatusSucceeded
+		if in.DryRun {
+			sec.Status = state.StatusPlanned
+		}
+	case ActionStatus:
+		if err := p.Status(ctx, in, sec); err != nil {
+			return err
+		}
+		sec.Status = state.StatusSucceeded
+	case ActionCheck:
+		rep, err := p.Check(ctx, in)
+		if err != nil {
+			return err
+		}
+		if err := sec.SetOutputs(rep); err != nil {
+			return err
+		}
+		sec.Status = state.StatusSucceeded
+		if !rep.OK {
+			for _, r := range rep.Incomplete {
+				in.Out.Warn("check incomplete: %s", r)
+			}
+			return cli.Exit(cli.ExitFailure)
+		}
+	default:
+		return cli.Usagef("unknown action %q", action)
+	}
+	return nil
+}
+
+func (o *Options) load(ctx context.Context, action string, out *ui.Printer) (*config.Cluster, error) {
+	sections, err := plugin.ConfigSections(ctx, o.LookupEnv, func(msg string) { out.Warn("%s", msg) })
+	if err != nil {
+		return nil, err
+	}
+	return o.Load(o.Dir, config.LoadOptions{
+		PluginSections:    sections,
+		NeedCredentials:   action != ActionCheck,
+		MissingIncludesOK: action == ActionCheck,
+	})
+}
+
+func (o *Options) write(doc *state.Document, name string, sec state.Section) error {
+	if err := doc.Put(name, sec); err != nil {
+		return err
+	}
+	return state.Write(o.Streams.Out, doc)
+}
+
+// readState reads the document on r unless r is a terminal (never hang
+// waiting on a human).
+func readState(r io.Reader) (*state.Document, error) {
+	if f, ok := r.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		return nil, nil //nolint:nilnil // a terminal means "start a new document"
+	}
+	return state.Read(r)
+}
+
+// compatible refuses a document from another cluster, or a planned document
+// feeding a converge (the earlier phase only planned, it changed nothing).
+func compatible(doc *state.Document, cluster, name, action string, dryRun bool) error {
+	if doc.Cluster != "" && doc.Cluster != cluster {
+		return fmt.Errorf("the state on stdin is for cluster %q but cluster.yaml is for %q", doc.Cluster, cluster)
+	}
+	for _, up := range Upstream(name, action) {
+		s, ok, err := doc.Section(up)
+		if err != nil {
+			return err
+		}
+		if ok && s.Status == state.StatusPlanned && !dryRun {
+			return fmt.Errorf("phase %q only planned; feed %s from \"tc-%s %s\", not from a plan", up, action, up, action)
+		}
+	}
+	return nil
+}
+
+// blockedBy returns the first upstream phase that failed or was skipped.
+func blockedBy(doc *state.Document, name, action string) string {
+	for _, up := range Upstream(name, action) {
+		s, ok, err := doc.Section(up)
+		if err != nil || (ok && slices.Contains([]state.Status{state.StatusFailed, state.StatusSkipped}, s.Status)) {
+			return up
+		}
+	}
+	return ""
+}
+
+func problemLines(ps config.Problems) []string {
+	lines := make([]string, 0, len(ps))
+	for _, p := range ps {
+		lines = append(lines, config.Problems{p}.Error())
+	}
+	return lines
+}

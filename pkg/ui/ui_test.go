@@ -1,0 +1,240 @@
+package ui_test
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/talosc/talosc/pkg/state"
+	"github.com/talosc/talosc/pkg/ui"
+)
+
+// ansiEscape matches any CSI escape sequence.
+var ansiEscape = regexp.MustCompile("\x1b\\[[0-9;:]*[A-Za-z]")
+
+// assertGolden compares got with testdata/name.golden. With UPDATE_GOLDEN set
+// it rewrites a differing file and still fails once, so an update is never
+// silent.
+func assertGolden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name+".golden")
+	want, err := os.ReadFile(path)
+	if os.Getenv("UPDATE_GOLDEN") != "" {
+		if err == nil && string(want) == got {
+			return
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatalf("update golden: %v", err)
+		}
+		t.Errorf("updated %s; run the test again without UPDATE_GOLDEN", path)
+		return
+	}
+	if err != nil {
+		t.Fatalf("read golden (run with UPDATE_GOLDEN=1 to create it): %v", err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("%s mismatch (-want +got):\n%s", path, diff)
+	}
+}
+
+// plain returns a Printer whose output is plain text in a buffer.
+func plain() (*ui.Printer, *bytes.Buffer) {
+	var buf bytes.Buffer
+	return ui.New(&buf, nil), &buf
+}
+
+func samplePlan() []state.Change {
+	return []state.Change{
+		{Action: state.ActionCreate, Kind: "openstack:network", Name: "demo", Detail: "mtu 1450"},
+		{
+			Action: state.ActionUpdate, Kind: "talos:machineconfig", Name: "demo-cp-01", Detail: "2 documents changed",
+			Diff: "--- running\n+++ wanted\n@@ -1,3 +1,3 @@\n machine:\n-  type: worker\n+  type: controlplane\n\n cluster: {}\n",
+		},
+		{Action: state.ActionDelete, Kind: "openstack:port", Name: "demo-old"},
+		{Action: state.ActionReplace, Kind: "proxmox:vm", Name: "demo-cp-02", Detail: "storage local-lvm -> ceph"},
+		{Action: "adopt", Kind: "openstack:router", Name: "demo", Detail: "from a newer producer"},
+	}
+}
+
+func TestLines_Golden(t *testing.T) {
+	t.Parallel()
+	p, buf := plain()
+	p.Header("image")
+	p.Info("talos %s, schematic %s", "v1.13.9", "376567988ad3")
+	p.Action(false, "uploaded image %q", "talos-v1.13.9")
+	p.Action(true, "would upload image %q", "talos-v1.13.9")
+	p.Warn("even controlplane count (%d), etcd needs a majority", 2)
+	p.Info("already ends in a newline\n")
+	p.Info("100%% literal")
+	assertGolden(t, "lines", buf.String())
+}
+
+func TestPlan_Golden(t *testing.T) {
+	t.Parallel()
+	p, buf := plain()
+	p.Plan("image", nil)
+	p.Plan("network", samplePlan())
+	p.Plan("nodes", []state.Change{})
+	assertGolden(t, "plan", buf.String())
+}
+
+func TestTable_Golden(t *testing.T) {
+	t.Parallel()
+	p, buf := plain()
+	p.Table([]string{"NAME", "ROLE", "ADDRESS", "TALOS"}, [][]string{
+		{"demo-cp-01", "controlplane", "10.0.0.11", "v1.13.9"},
+		{"demo-worker-01", "worker", "10.0.0.21", "v1.13.9"},
+		{"demo-worker-longer-name-02", "worker", "", "v1.13.8"},
+		{"short", "worker"},
+	})
+	p.Table(nil, [][]string{{"a", "b"}, {"ccc", "d"}})
+	p.Table(nil, nil)
+	assertGolden(t, "table", buf.String())
+}
+
+func TestSummary(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		changes map[string][]state.Change
+		want    string
+	}{
+		{"nil", nil, "Nothing to do: the cluster matches cluster.yaml."},
+		{"empty phases", map[string][]state.Change{"image": nil, "network": {}}, "Nothing to do: the cluster matches cluster.yaml."},
+		{"counts across phases", map[string][]state.Change{
+			"image":   {{Action: state.ActionCreate}},
+			"network": {{Action: state.ActionCreate}, {Action: state.ActionUpdate}},
+			"nodes":   {{Action: state.ActionCreate}},
+		}, "Plan: 3 to create, 1 to update, 0 to delete."},
+		{"replace shown only when present", map[string][]state.Change{
+			"nodes": {{Action: state.ActionReplace}, {Action: state.ActionDelete}, {Action: state.ActionReplace}},
+		}, "Plan: 0 to create, 0 to update, 1 to delete, 2 to replace."},
+		{"unknown action is still something to do", map[string][]state.Change{
+			"rancher": {{Action: "adopt"}},
+		}, "Plan: 0 to create, 0 to update, 0 to delete."},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			p, buf := plain()
+			if got := p.Summary(tt.changes); got != tt.want {
+				t.Errorf("Summary() = %q, want %q", got, tt.want)
+			}
+			if buf.Len() != 0 {
+				t.Errorf("Summary wrote %q; it must only return the line", buf.String())
+			}
+		})
+	}
+}
+
+// exercise calls every writing method once.
+func exercise(p *ui.Printer) {
+	p.Header("network")
+	p.Info("info")
+	p.Action(true, "create %s", "demo")
+	p.Warn("careful")
+	p.Plan("network", samplePlan())
+	p.Table([]string{"A", "B"}, [][]string{{"1", "2"}})
+}
+
+func TestNew_Styling(t *testing.T) {
+	t.Parallel()
+	pipeR, pipeW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pipeR.Close(); _ = pipeW.Close() })
+
+	tests := []struct {
+		name    string
+		pipe    bool // write to an *os.File that is not a terminal
+		environ []string
+		styled  bool
+	}{
+		{"no environment", false, nil, false},
+		{"colour terminal type but a buffer", false, []string{"TERM=xterm-256color", "COLORTERM=truecolor"}, false},
+		{"NO_COLOR on a buffer", false, []string{"NO_COLOR=1", "TERM=xterm-256color"}, false},
+		{"NO_COLOR on a pipe", true, []string{"NO_COLOR=1", "TERM=xterm-256color"}, false},
+		{"pipe is not a terminal", true, []string{"TERM=xterm-256color"}, false},
+		{"CLICOLOR_FORCE on a buffer", false, []string{"CLICOLOR_FORCE=1", "TERM=xterm-256color"}, true},
+		{"CLICOLOR_FORCE without TERM", false, []string{"CLICOLOR_FORCE=1"}, true},
+		{"CLICOLOR_FORCE on a pipe", true, []string{"CLICOLOR_FORCE=1"}, true},
+		{"CLICOLOR_FORCE=0 does not force", false, []string{"CLICOLOR_FORCE=0", "TERM=xterm"}, false},
+		{"NO_COLOR beats CLICOLOR_FORCE", false, []string{"CLICOLOR_FORCE=1", "NO_COLOR=1"}, false},
+		{"empty NO_COLOR is unset", false, []string{"NO_COLOR=", "CLICOLOR_FORCE=1"}, true},
+		{"last entry wins", false, []string{"NO_COLOR=1", "NO_COLOR="}, false},
+		{"last entry wins, forced", false, []string{"CLICOLOR_FORCE=0", "CLICOLOR_FORCE=1"}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var buf bytes.Buffer
+			var p *ui.Printer
+			if tt.pipe {
+				p = ui.New(pipeW, tt.environ)
+			} else {
+				p = ui.New(&buf, tt.environ)
+			}
+			if got := p.Styled(); got != tt.styled {
+				t.Fatalf("Styled() = %v, want %v", got, tt.styled)
+			}
+			if tt.pipe {
+				return // the pipe is shared; the escapes are checked on buffers
+			}
+			exercise(p)
+			if has := ansiEscape.MatchString(buf.String()); has != tt.styled {
+				t.Errorf("ANSI escapes present = %v, want %v; output:\n%q", has, tt.styled, buf.String())
+			}
+		})
+	}
+}
+
+// TestStyled_SameTextAsPlain proves styling only adds escapes: stripped of
+// them, forced-colour output equals plain output, table alignment included.
+func TestStyled_SameTextAsPlain(t *testing.T) {
+	t.Parallel()
+	var styledBuf bytes.Buffer
+	styled := ui.New(&styledBuf, []string{"CLICOLOR_FORCE=1", "TERM=xterm-256color"})
+	p, plainBuf := plain()
+	exercise(styled)
+	exercise(p)
+	if !strings.Contains(styledBuf.String(), "\x1b[1m") {
+		t.Errorf("forced output has no bold escape:\n%q", styledBuf.String())
+	}
+	if diff := cmp.Diff(plainBuf.String(), ansiEscape.ReplaceAllString(styledBuf.String(), "")); diff != "" {
+		t.Errorf("styled text differs from plain (-plain +stripped):\n%s", diff)
+	}
+}
+
+func TestPrinter_ConcurrentLinesDoNotInterleave(t *testing.T) {
+	t.Parallel()
+	p, buf := plain()
+	const goroutines, lines = 8, 50
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			for i := range lines {
+				p.Info("goroutine %d line %d %s", g, i, strings.Repeat("x", 40))
+			}
+		})
+	}
+	wg.Wait()
+	got := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+	if len(got) != goroutines*lines {
+		t.Fatalf("got %d lines, want %d", len(got), goroutines*lines)
+	}
+	for _, line := range got {
+		var g, i int
+		var xs string
+		if n, err := fmt.Sscanf(line, "goroutine %d line %d %s", &g, &i, &xs); n != 3 || err != nil || len(xs) != 40 {
+			t.Fatalf("interleaved line %q", line)
+		}
+	}
+}

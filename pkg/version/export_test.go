@@ -1,0 +1,4 @@
+package version
+
+// Resolve exposes resolve to the external tests.
+var Resolve = resolve
