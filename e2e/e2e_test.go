@@ -37,7 +37,10 @@ func TestMain(m *testing.M) {
 		// script runs with no plugin on PATH.
 		"bundled-rancher": func() { s := cli.StdStreams(); os.Exit(cli.Run(tcrancher.NewCommand(s), os.Args[1:], s)) },
 		"bundled-argocd":  func() { s := cli.StdStreams(); os.Exit(cli.Run(tcargocd.NewCommand(s), os.Args[1:], s)) },
-		"fakeplugin":      func() { s := cli.StdStreams(); os.Exit(cli.Run(newFakePlugin(s, os.Getenv("FAKEPLUGIN_NAME")), os.Args[1:], s)) },
+		"fakeplugin": func() {
+			s := cli.StdStreams()
+			os.Exit(cli.Run(newFakePlugin(s, os.Getenv("FAKEPLUGIN_NAME")), os.Args[1:], s))
+		},
 	})
 }
 
@@ -162,7 +165,6 @@ func cmdStateDoc(ts *testscript.TestScript, neg bool, args []string) {
 		}
 	}
 }
-
 
 // cmdInstallPlugin runs "install-plugin NAME TARGET [DIR]": it installs
 // DIR/tc-NAME (DIR defaults to $WORK/bin) as a script running TARGET, one of

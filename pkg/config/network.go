@@ -98,8 +98,8 @@ func (v *validator) ingressPool(ext *ExternalNetwork) {
 
 // vipPlacement: on Proxmox exactly one of the networks carries the API VIP.
 func (v *validator) vipPlacement() {
-	inCluster := v.present("network.cluster.kubeapi_vip")
-	inExternal := v.present("network.external.kubeapi_vip")
+	inCluster := v.present("network.cluster.kubeapi_vip") || v.movedInto("network.cluster.kubeapi_vip")
+	inExternal := v.present("network.external.kubeapi_vip") || v.movedInto("network.external.kubeapi_vip")
 	switch {
 	case inCluster && inExternal:
 		v.problem("network.external.kubeapi_vip", "kubeapi_vip must be set in only one of network.cluster or network.external")

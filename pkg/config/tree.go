@@ -163,12 +163,18 @@ func (c *converter) convert(y *yaml.Node, path string) *node {
 		}
 		return c.convert(y.Content[0], path)
 	case yaml.SequenceNode:
+		if y.ShortTag() != "!!seq" {
+			c.badTag(y, path)
+		}
 		n := &node{kind: seqNode, file: c.file, line: y.Line}
 		for i, item := range y.Content {
 			n.items = append(n.items, c.convert(item, path+"["+strconv.Itoa(i)+"]"))
 		}
 		return n
 	case yaml.MappingNode:
+		if y.ShortTag() != "!!map" {
+			c.badTag(y, path)
+		}
 		return c.mapping(y, path)
 	default:
 		return c.scalar(y, path)
@@ -201,10 +207,15 @@ func (c *converter) scalar(y *yaml.Node, path string) *node {
 		// Kept as text, as the reference's str() of the value would be.
 		n.tag = "!!str"
 	default:
-		c.probs.addf(c.file, y.Line, path, "%s uses the YAML tag %s, which talosc does not support", orRoot(path), tag)
-		n.kind = nullNode
+		// Reported, then read as a string so the value causes no more problems.
+		c.badTag(y, path)
+		n.tag = "!!str"
 	}
 	return n
+}
+
+func (c *converter) badTag(y *yaml.Node, path string) {
+	c.probs.addf(c.file, y.Line, path, "%s uses the YAML tag %s, which talosc does not support", orRoot(path), y.Tag)
 }
 
 func (c *converter) mapping(y *yaml.Node, path string) *node {

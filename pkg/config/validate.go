@@ -32,11 +32,32 @@ func (v *validator) failed(path string) bool { return v.d.failed[path] }
 // required reports whether path is usable, recording "is required" when it is
 // absent (not when it failed to decode or was written at its old location).
 func (v *validator) required(path string) bool {
-	if _, seen := v.d.seen[path]; !seen && !v.d.failed[path] && !v.d.moved[path] {
+	if _, seen := v.d.seen[path]; !seen && !v.failedAbove(path) && !v.movedInto(path) {
 		v.errf(path, "is required")
 		return false
 	}
 	return v.has(path)
+}
+
+// failedAbove reports whether path or one of its ancestors failed to decode.
+func (v *validator) failedAbove(path string) bool {
+	for p := path; p != ""; p = parentPath(p) {
+		if v.d.failed[p] {
+			return true
+		}
+	}
+	return false
+}
+
+// movedInto reports whether a key at its old location was found for path
+// or for a key below it (the "has moved" problem already covers it).
+func (v *validator) movedInto(path string) bool {
+	for to := range v.d.moved {
+		if to == path || strings.HasPrefix(to, path+".") {
+			return true
+		}
+	}
+	return false
 }
 
 // origin is the file and line of path, or of its nearest present ancestor.

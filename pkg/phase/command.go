@@ -25,6 +25,8 @@ type Options struct {
 	Dir    string
 	Yes    bool
 	DryRun bool
+	// Reboot restarts nodes with pending sizing changes (plan and converge).
+	Reboot bool
 
 	Streams cli.Streams
 	// Load reads the configuration; nil means config.Load.
@@ -74,6 +76,9 @@ cluster.yaml (in -C DIR) and the JSON state document of earlier phases on stdin
 				}
 				return o.Run(cmd.Context(), p, a.name)
 			},
+		}
+		if a.name == ActionPlan || a.name == ActionConverge {
+			cmd.Flags().BoolVar(&o.Reboot, "reboot", false, "restart nodes with pending sizing changes, one at a time, control planes first")
 		}
 		if a.name == ActionDestroy {
 			cmd.Flags().BoolVar(&o.Yes, "yes", false, "confirm the destruction (a phase in a pipe cannot prompt)")
@@ -130,7 +135,7 @@ func (o *Options) Run(ctx context.Context, p Phase, action string) error {
 		out.Warn("%s: skipped because phase %q did not succeed", p.Name(), blocked)
 		return errors.Join(cli.Exit(cli.ExitFailure), o.write(doc, p.Name(), sec))
 	}
-	in := &Input{Config: cfg, State: doc, DryRun: dryRun, Out: out}
+	in := &Input{Config: cfg, State: doc, DryRun: dryRun, Reboot: o.Reboot, Out: out}
 	runErr := o.perform(ctx, p, action, in, &sec)
 	if runErr != nil && sec.Status == "" {
 		sec.Fail(runErr)

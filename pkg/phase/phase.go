@@ -53,6 +53,8 @@ type Input struct {
 	// State holds the sections of earlier phases (read-only by convention).
 	State  *state.Document
 	DryRun bool
+	// Reboot asks for nodes with pending sizing changes to be restarted.
+	Reboot bool
 	Out    *ui.Printer
 }
 

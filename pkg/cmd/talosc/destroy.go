@@ -41,15 +41,7 @@ kept. Without an answer on stdin it exits 130 and changes nothing.
 ` + cli.ExitCodesHelp,
 		Example: "  # Tear down ./staging without being asked\n  kubectl talosc destroy -C staging --yes",
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := validateOutput(o.Output, "text", "json", "yaml"); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(cmd.Context(), o)
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:    outputRunE(o, &o.Output, nil, runF, o.Run),
 	}
 	f := cmd.Flags()
 	f.BoolVar(&o.DryRun, "dry-run", false, "report what would be removed, removing nothing")

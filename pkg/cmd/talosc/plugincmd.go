@@ -97,13 +97,8 @@ func (o *PluginOptions) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	// Call always returns a document; on failure it records the failed section.
 	out, sec, callErr := s.runner().Call(ctx, p, hook, doc, plugin.CallOptions{DryRun: dryRun, Yes: true})
-	if out == nil {
-		out = doc
-		if err := out.Put(p.Name, sec); err != nil {
-			return err
-		}
-	}
 	if hook == plugin.HookStatus || hook == plugin.HookCheck {
 		return o.printHookReport(s, p.Name, sec, callErr)
 	}
@@ -126,18 +121,11 @@ func (o *PluginOptions) printHookReport(s *session, name string, sec state.Secti
 		}
 	}
 	w := s.g.Streams.Out
-	switch o.Output {
-	case "json":
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(map[string]any{name: report}); err != nil {
-			return err
-		}
-	case "yaml":
-		if err := writeYAML(w, map[string]any{name: report}); err != nil {
-			return err
-		}
-	default:
+	done, err := writeStructured(w, o.Output, map[string]any{name: report})
+	if err != nil {
+		return err
+	}
+	if !done {
 		var b strings.Builder
 		if err := writeYAML(&b, report); err != nil {
 			return err
@@ -214,13 +202,8 @@ func runPluginList(ctx context.Context, g *Globals, output string) error {
 		entries = append(entries, e)
 	}
 	w := g.Streams.Out
-	switch output {
-	case "json":
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(entries)
-	case "yaml":
-		return writeYAML(w, entries)
+	if done, err := writeStructured(w, output, entries); done {
+		return err
 	}
 	if len(entries) == 0 {
 		s.out.Info("no plugins installed: put tc-NAME executables (such as tc-rancher and tc-argocd from the talosc release) on PATH")

@@ -2,9 +2,13 @@ package talosc
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"slices"
+
+	"github.com/spf13/cobra"
 
 	"gopkg.in/yaml.v3"
 
@@ -51,6 +55,39 @@ func (s *session) renderPlan(doc *state.Document, dryRun bool) {
 	s.out.Info("%s", summary)
 }
 
+// writeStructured writes v as JSON or YAML when output asks for one of them;
+// done is false for "text", which the caller renders itself.
+func writeStructured(w io.Writer, output string, v any) (done bool, err error) {
+	switch output {
+	case "json":
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return true, enc.Encode(v)
+	case "yaml":
+		return true, writeYAML(w, v)
+	default:
+		return false, nil
+	}
+}
+
+// outputRunE is the RunE of a command with -o text|json|yaml: it checks the
+// format, lets complete derive options from flags, then runs runF (tests) or
+// run.
+func outputRunE[O any](o *O, output *string, complete func(), runF func(context.Context, *O) error, run func(context.Context) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, _ []string) error {
+		if err := validateOutput(*output, "text", "json", "yaml"); err != nil {
+			return err
+		}
+		if complete != nil {
+			complete()
+		}
+		if runF != nil {
+			return runF(cmd.Context(), o)
+		}
+		return run(cmd.Context())
+	}
+}
+
 // printDocument writes doc to stdout as JSON or YAML; "text" prints nothing
 // (the human view went to stderr).
 func (s *session) printDocument(doc *state.Document, output string) error {
@@ -66,7 +103,7 @@ func (s *session) printDocument(doc *state.Document, output string) error {
 
 // writeYAML renders v as YAML through its JSON form, keeping the JSON field
 // order.
-func writeYAML(w interface{ Write([]byte) (int, error) }, v any) error {
+func writeYAML(w io.Writer, v any) error {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("encode: %w", err)

@@ -26,15 +26,7 @@ func newReportCommand(g *Globals, action string, runF func(context.Context, *Rep
 	cmd := &cobra.Command{
 		Use:  action,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := validateOutput(o.Output, "text", "json", "yaml"); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(cmd.Context(), o)
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE: outputRunE(o, &o.Output, nil, runF, o.Run),
 	}
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "text", "output format: text, json or yaml")
 	if action == actionStatus {
@@ -138,13 +130,8 @@ func reportOK(raw json.RawMessage) bool {
 
 func (s *session) printReport(rep Report, output string) error {
 	w := s.g.Streams.Out
-	switch output {
-	case "json":
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
-	case "yaml":
-		return writeYAML(w, rep)
+	if done, err := writeStructured(w, output, rep); done {
+		return err
 	}
 	fmt.Fprintf(w, "cluster: %s\nprovider: %s\n", rep.Cluster, rep.Provider)
 	for _, name := range rep.Order {

@@ -36,18 +36,11 @@ func newRunCommand(g *Globals, action string, runF func(context.Context, *RunOpt
 	cmd := &cobra.Command{
 		Use:  action,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := validateOutput(o.Output, "text", "json", "yaml"); err != nil {
-				return err
-			}
+		RunE: outputRunE(o, &o.Output, func() {
 			if o.DryRun {
 				o.Action = actionPlan
 			}
-			if runF != nil {
-				return runF(cmd.Context(), o)
-			}
-			return o.Run(cmd.Context())
-		},
+		}, runF, o.Run),
 	}
 	f := cmd.Flags()
 	f.BoolVar(&o.Reboot, "reboot", false, "restart nodes with pending sizing changes, one at a time, control planes first")

@@ -75,10 +75,10 @@ type session struct {
 type loadMode int
 
 const (
-	loadNone         loadMode = iota // no cluster.yaml needed
-	loadOptional                     // use cluster.yaml when present
-	loadCredentials                  // needs provider credentials
-	loadNoCredentials                // never talks to the provider (check)
+	loadNone          loadMode = iota // no cluster.yaml needed
+	loadOptional                      // use cluster.yaml when present
+	loadCredentials                   // needs provider credentials
+	loadNoCredentials                 // never talks to the provider (check)
 )
 
 // open discovers plugins and loads the configuration as mode asks.
