@@ -111,7 +111,7 @@ func Run(root *cobra.Command, args []string, s Streams) int {
 	root.SilenceUsage, root.SilenceErrors = true, true
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return Usage(err) })
 	err := root.ExecuteContext(ctx)
-	if err != nil && ctx.Err() != nil && !errors.As(err, new(*ExitError)) {
+	if err != nil && ctx.Err() != nil && !isExitError(err) {
 		err = errors.Join(ErrInterrupted, err)
 	}
 	return ExitCode(err, s)
@@ -123,23 +123,27 @@ func ExitCode(err error, s Streams) int {
 	if err == nil {
 		return ExitOK
 	}
-	var ee *ExitError
-	if errors.As(err, &ee) {
+	if ee, ok := errors.AsType[*ExitError](err); ok {
 		if !ee.Silent {
 			fmt.Fprintf(s.ErrOut, "ERROR: %v\n", ee)
 		}
 		return ee.Code
 	}
 	fmt.Fprintf(s.ErrOut, "ERROR: %v\n", err)
-	var ue *UsageError
+	_, usage := errors.AsType[*UsageError](err)
 	switch {
 	case errors.Is(err, ErrInterrupted), errors.Is(err, context.Canceled):
 		return ExitInterrupted
-	case errors.As(err, &ue), isCobraUsage(err):
+	case usage, isCobraUsage(err):
 		return ExitUsage
 	default:
 		return ExitFailure
 	}
+}
+
+func isExitError(err error) bool {
+	_, ok := errors.AsType[*ExitError](err)
+	return ok
 }
 
 // isCobraUsage recognises the argument errors cobra builds itself

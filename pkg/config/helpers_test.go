@@ -2,6 +2,7 @@ package config_test
 
 import (
 	"errors"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -281,3 +282,32 @@ func runProblemCases(t *testing.T, cases []problemCase) {
 
 // only is a cluster directory holding just cluster.yaml.
 func only(cluster string) map[string]string { return map[string]string{config.ClusterFile: cluster} }
+
+// netipOpts compares netip values by value.
+func netipOpts() cmp.Option {
+	return cmp.Options{
+		cmp.Comparer(func(a, b netip.Prefix) bool { return a == b }),
+		cmp.Comparer(func(a, b netip.Addr) bool { return a == b }),
+	}
+}
+
+func mustPrefix(t *testing.T, s string) netip.Prefix {
+	t.Helper()
+	p, err := netip.ParsePrefix(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func mustAddr(t *testing.T, s string) netip.Addr {
+	t.Helper()
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// cmpSorted compares string slices as sets.
+func cmpSorted() cmp.Option { return cmpopts.SortSlices(func(a, b string) bool { return a < b }) }

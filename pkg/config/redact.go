@@ -157,6 +157,7 @@ type (
 	tailscaleView   Tailscale
 	sdnView         SDN
 	externalNetView ExternalNetwork
+	pxExternalView  ProxmoxExternalNetwork
 )
 
 // Format prints the section's fields.
@@ -173,6 +174,11 @@ func (s *SDN) Format(f fmt.State, verb rune) { formatPtr(f, verb, (*sdnView)(s))
 
 // Format prints the section's fields.
 func (e *ExternalNetwork) Format(f fmt.State, verb rune) { formatPtr(f, verb, (*externalNetView)(e)) }
+
+// Format prints the section's fields.
+func (e *ProxmoxExternalNetwork) Format(f fmt.State, verb rune) {
+	formatPtr(f, verb, (*pxExternalView)(e))
+}
 
 // formatPtr prints &{...} of a method-less view of a non-nil pointer.
 func formatPtr[T any](f fmt.State, verb rune, v *T) {

@@ -106,8 +106,7 @@ func (o *Options) Run(ctx context.Context, p Phase, action string) error {
 	cfg, err := o.load(ctx, action, out)
 	if err != nil {
 		sec.Fail(err)
-		var problems config.Problems
-		if errors.As(err, &problems) {
+		if problems, ok := errors.AsType[config.Problems](err); ok {
 			sec.Error.Problems = problemLines(problems)
 		}
 		if doc == nil {

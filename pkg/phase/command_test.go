@@ -132,27 +132,34 @@ func TestPhaseCommand(t *testing.T) {
 	}{
 		{name: "plan on empty stdin starts a document", phase: "image", args: []string{"plan"}, wantCalls: []string{"plan"}, wantStat: state.StatusPlanned},
 		{name: "converge", phase: "net", args: []string{"converge"}, stdin: func(t *testing.T) string {
+			t.Helper()
 			return docWith(t, "demo", map[string]state.Status{"image": state.StatusSucceeded})
 		}, wantCalls: []string{"converge"}, wantStat: state.StatusSucceeded},
 		{name: "failing phase still writes its section", phase: "image", args: []string{"converge"}, err: errors.New("quota exceeded"), wantCode: 1, wantCalls: []string{"converge"}, wantStat: state.StatusFailed, wantErr: "quota exceeded"},
 		{name: "failed upstream skips", phase: "nodes", args: []string{"converge"}, stdin: func(t *testing.T) string {
+			t.Helper()
 			return docWith(t, "demo", map[string]state.Status{"image": state.StatusSucceeded, "net": state.StatusFailed})
 		}, wantCode: 1, wantStat: state.StatusSkipped, wantErr: `phase "net" did not succeed`},
 		{name: "a plan cannot feed a converge", phase: "net", args: []string{"converge"}, stdin: func(t *testing.T) string {
+			t.Helper()
 			return docWith(t, "demo", map[string]state.Status{"image": state.StatusPlanned})
 		}, wantCode: 2, wantErr: "only planned"},
 		{name: "a plan can feed a plan", phase: "net", args: []string{"plan"}, stdin: func(t *testing.T) string {
+			t.Helper()
 			return docWith(t, "demo", map[string]state.Status{"image": state.StatusPlanned})
 		}, wantCalls: []string{"plan"}, wantStat: state.StatusPlanned},
 		{name: "other cluster", phase: "net", args: []string{"plan"}, stdin: func(t *testing.T) string {
+			t.Helper()
 			return docWith(t, "prod", nil)
 		}, wantCode: 2, wantErr: `for cluster "prod"`},
 		{name: "destroy needs yes", phase: "nodes", args: []string{"destroy"}, wantCode: 2, wantErr: "needs --yes"},
 		{name: "destroy dry run", phase: "nodes", args: []string{"destroy", "--dry-run"}, wantCalls: []string{"destroy-dry"}, wantStat: state.StatusPlanned},
 		{name: "destroy runs after nodes", phase: "net", args: []string{"destroy", "--yes"}, stdin: func(t *testing.T) string {
+			t.Helper()
 			return docWith(t, "demo", map[string]state.Status{"nodes": state.StatusFailed})
 		}, wantCode: 1, wantStat: state.StatusSkipped},
 		{name: "status ignores failed upstream", phase: "net", args: []string{"status"}, stdin: func(t *testing.T) string {
+			t.Helper()
 			return docWith(t, "demo", map[string]state.Status{"image": state.StatusFailed})
 		}, wantCalls: []string{"status"}, wantStat: state.StatusSucceeded},
 		{name: "check needing attention exits 1", phase: "nodes", args: []string{"check"}, report: phase.Report{Incomplete: []string{"no talosconfig"}}, wantCode: 1, wantCalls: []string{"check"}, wantStat: state.StatusSucceeded, wantErr: "check incomplete: no talosconfig"},

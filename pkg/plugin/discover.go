@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/talosc/talosc/pkg/cli"
 	"github.com/talosc/talosc/pkg/state"
 )
 
@@ -206,7 +207,7 @@ func describe(ctx context.Context, c candidate, env []string, timeout time.Durat
 	res := execute(ctx, invocation{
 		path:    c.path,
 		args:    []string{HookDescribe},
-		env:     withEnv(env, map[string]string{EnvPluginName: c.name, EnvStateAPI: state.APIVersion}),
+		env:     cli.WithEnv(env, map[string]string{EnvPluginName: c.name, EnvStateAPI: state.APIVersion}),
 		stderr:  stderr,
 		timeout: timeout,
 	})

@@ -93,4 +93,14 @@
 // run the Validate hook first; converge, destroy, status and check run only
 // when Configured says so and otherwise record "not configured; nothing to
 // do" as skipped.
+//
+// Bundled builds the Spec of a plugin shipped with talosc (tc-rancher,
+// tc-argocd): one configuration section named after the plugin, scaffolded
+// into cluster.yaml and secrets.yaml and checked by functions of its merged
+// raw value, with converge, destroy, status and check left to Pending, the
+// boundary of work that lands in a later build: deferred until the cluster
+// has a kubeconfig, then "NOUN is not implemented in this talosc build"
+// (NotImplementedSuffix). Package pluginconfig holds the checks such a
+// section's Validate is made of, and package plugintest runs a plugin
+// in-process for its tests.
 package plugin

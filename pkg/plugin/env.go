@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/talosc/talosc/pkg/cli"
 )
 
 // Environment variables of the plugin contract. The front door sets them for
@@ -114,36 +116,10 @@ func ConfigSections(ctx context.Context, lookupEnv func(string) (string, bool), 
 	return Sections(ps), nil
 }
 
-// envValue returns the last value of key in env (later entries win, as in
-// exec.Cmd).
-func envValue(env []string, key string) (string, bool) {
-	for _, kv := range slices.Backward(env) {
-		if k, v, ok := strings.Cut(kv, "="); ok && k == key {
-			return v, true
-		}
-	}
-	return "", false
-}
-
-// withEnv returns env with each key of set replaced (or added).
-func withEnv(env []string, set map[string]string) []string {
-	out := make([]string, 0, len(env)+len(set))
-	for _, kv := range env {
-		k, _, _ := strings.Cut(kv, "=")
-		if _, replaced := set[k]; !replaced {
-			out = append(out, kv)
-		}
-	}
-	for _, k := range slices.Sorted(maps.Keys(set)) {
-		out = append(out, k+"="+set[k])
-	}
-	return out
-}
-
 // timeoutOverride parses EnvTimeout from env; ok is false when it is unset or
 // not a positive duration.
 func timeoutOverride(env []string) (time.Duration, bool) {
-	v, ok := envValue(env, EnvTimeout)
+	v, ok := cli.LookupEnv(env, EnvTimeout)
 	if !ok {
 		return 0, false
 	}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/talosc/talosc/pkg/cli"
 	"github.com/talosc/talosc/pkg/state"
 )
 
@@ -138,7 +139,7 @@ func (r *Runner) env(p Plugin) []string {
 	if base == nil {
 		base = os.Environ()
 	}
-	return withEnv(base, map[string]string{EnvPluginName: p.Name, EnvStateAPI: state.APIVersion})
+	return cli.WithEnv(base, map[string]string{EnvPluginName: p.Name, EnvStateAPI: state.APIVersion})
 }
 
 // timeout is the timeout of hook under env.

@@ -122,62 +122,41 @@ type Spec struct {
 	LookupEnv func(string) (string, bool)
 }
 
+// hookCommand is one hook subcommand NewCommand may offer.
+type hookCommand struct {
+	name        string
+	help        string // the one-line help of the subcommand
+	implemented bool   // the Hooks field is not nil
+}
+
+// hookCommands lists every hook, in lifecycle order (AllHooks), with its help
+// and whether Hooks implements it.
+func (s Spec) hookCommands() []hookCommand {
+	h := s.Hooks
+	return []hookCommand{
+		{HookInit, "Print the scaffold sections talosc init appends", h.Init != nil},
+		{HookValidate, "Check the plugin's configuration (exit 2 when invalid)", h.Validate != nil},
+		{HookConfigured, "Report whether the plugin is set up for this cluster", h.Configured != nil},
+		{HookConverge, "Make what the plugin manages match cluster.yaml (--dry-run: plan)", h.Converge != nil},
+		{HookDestroy, "Remove what the plugin manages", h.Destroy != nil},
+		{HookStatus, "Report what the plugin manages", h.Status != nil},
+		{HookCheck, "Report whether anything needs attention (outputs carry \"ok\")", h.Check != nil},
+	}
+}
+
 // describe returns the descriptor with the hooks that Hooks implements.
 func (s Spec) describe() Descriptor {
 	d := s.Descriptor
 	d.Hooks = nil
-	for _, h := range AllHooks() {
-		if s.hook(h) {
-			d.Hooks = append(d.Hooks, h)
+	for _, h := range s.hookCommands() {
+		if h.implemented {
+			d.Hooks = append(d.Hooks, h.name)
 		}
 	}
 	if len(d.StateAPIVersions) == 0 {
 		d.StateAPIVersions = []string{state.APIVersion}
 	}
 	return d
-}
-
-// hook reports whether Hooks implements name.
-func (s Spec) hook(name string) bool {
-	h := s.Hooks
-	switch name {
-	case HookInit:
-		return h.Init != nil
-	case HookValidate:
-		return h.Validate != nil
-	case HookConfigured:
-		return h.Configured != nil
-	case HookConverge:
-		return h.Converge != nil
-	case HookDestroy:
-		return h.Destroy != nil
-	case HookStatus:
-		return h.Status != nil
-	case HookCheck:
-		return h.Check != nil
-	default:
-		return false
-	}
-}
-
-// hookHelp is the one-line help of each hook subcommand.
-func hookHelp(hook string) string {
-	switch hook {
-	case HookInit:
-		return "Print the scaffold sections talosc init appends"
-	case HookValidate:
-		return "Check the plugin's configuration (exit 2 when invalid)"
-	case HookConfigured:
-		return "Report whether the plugin is set up for this cluster"
-	case HookConverge:
-		return "Make what the plugin manages match cluster.yaml (--dry-run: plan)"
-	case HookDestroy:
-		return "Remove what the plugin manages"
-	case HookStatus:
-		return "Report what the plugin manages"
-	default:
-		return "Report whether anything needs attention (outputs carry \"ok\")"
-	}
 }
 
 // NewCommand returns a plugin binary's root command: "describe" plus one
@@ -227,13 +206,16 @@ for humans go to stderr. "%s describe" prints what the plugin is.
 			return writeJSON(s.Out, d)
 		},
 	})
-	for _, h := range d.Hooks {
+	for _, h := range spec.hookCommands() {
+		if !h.implemented {
+			continue
+		}
 		root.AddCommand(&cobra.Command{
-			Use:   h,
-			Short: hookHelp(h),
+			Use:   h.name,
+			Short: h.help,
 			Args:  cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
-				return o.run(cmd.Context(), h)
+				return o.run(cmd.Context(), h.name)
 			},
 		})
 	}

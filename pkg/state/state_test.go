@@ -88,9 +88,8 @@ func TestParse(t *testing.T) {
 			}
 		})
 	}
-	var ve *state.VersionError
 	_, err := state.Parse([]byte(`{"apiVersion":"x","kind":"y"}`))
-	if !errors.As(err, &ve) {
+	if _, ok := errors.AsType[*state.VersionError](err); !ok {
 		t.Fatalf("want *VersionError, got %T", err)
 	}
 }

@@ -17,6 +17,8 @@ import (
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/colorprofile"
 	"golang.org/x/term"
+
+	"github.com/talosc/talosc/pkg/cli"
 )
 
 // Printer writes human output to one writer. It is safe for concurrent use:
@@ -72,13 +74,13 @@ func New(w io.Writer, environ []string) *Printer {
 
 // detect decides whether output to w is styled, and with which profile.
 func detect(w io.Writer, environ []string) (colorprofile.Profile, bool) {
-	if getenv(environ, "NO_COLOR") != "" {
+	if cli.Getenv(environ, "NO_COLOR") != "" {
 		return colorprofile.NoTTY, false
 	}
-	if force := getenv(environ, "CLICOLOR_FORCE"); force != "" && force != "0" {
+	if force := cli.Getenv(environ, "CLICOLOR_FORCE"); force != "" && force != "0" {
 		return max(colorprofile.Detect(w, environ), colorprofile.ANSI), true
 	}
-	if getenv(environ, "TERM") == "dumb" || getenv(environ, "CLICOLOR") == "0" || !isTerminal(w) {
+	if cli.Getenv(environ, "TERM") == "dumb" || cli.Getenv(environ, "CLICOLOR") == "0" || !isTerminal(w) {
 		return colorprofile.NoTTY, false
 	}
 	profile := colorprofile.Detect(w, environ)
@@ -90,18 +92,6 @@ func detect(w io.Writer, environ []string) (colorprofile.Profile, bool) {
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(interface{ Fd() uintptr })
 	return ok && term.IsTerminal(int(f.Fd()))
-}
-
-// getenv returns the value of key in environ; the last entry wins, as in
-// os/exec.
-func getenv(environ []string, key string) string {
-	val := ""
-	for _, kv := range environ {
-		if k, v, ok := strings.Cut(kv, "="); ok && k == key {
-			val = v
-		}
-	}
-	return val
 }
 
 // Styled reports whether the Printer writes ANSI styling.

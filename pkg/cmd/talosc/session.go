@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 
 	"github.com/talosc/talosc/pkg/cli"
 	"github.com/talosc/talosc/pkg/config"
@@ -45,12 +44,7 @@ func (h Host) Getenv(key string) string {
 
 // LookupEnv reads a variable from the host environment.
 func (h Host) LookupEnv(key string) (string, bool) {
-	for i := len(h.Environ) - 1; i >= 0; i-- {
-		if k, v, ok := strings.Cut(h.Environ[i], "="); ok && k == key {
-			return v, true
-		}
-	}
-	return "", false
+	return cli.LookupEnv(h.Environ, key)
 }
 
 // Globals are the flags and seams every subcommand shares.
@@ -127,7 +121,7 @@ func (g *Globals) open(ctx context.Context, mode loadMode) (*session, error) {
 
 // childEnv is the environment of every phase and plugin the front door runs.
 func (s *session) childEnv() []string {
-	set := map[string]string{
+	return cli.WithEnv(s.g.Host.Environ, map[string]string{
 		plugin.EnvPath:      s.g.Host.Self,
 		plugin.EnvDir:       s.dir,
 		plugin.EnvConfig:    filepath.Join(s.dir, config.ClusterFile),
@@ -135,17 +129,7 @@ func (s *session) childEnv() []string {
 		plugin.EnvSections:  plugin.SectionsEnv(s.plugins),
 		plugin.EnvKubeconf:  filepath.Join(s.dir, config.KubeconfigFile),
 		plugin.EnvTalosconf: filepath.Join(s.dir, config.TalosconfigFile),
-	}
-	env := make([]string, 0, len(s.g.Host.Environ)+len(set))
-	for _, kv := range s.g.Host.Environ {
-		if k, _, _ := strings.Cut(kv, "="); set[k] == "" {
-			env = append(env, kv)
-		}
-	}
-	for _, k := range []string{plugin.EnvPath, plugin.EnvDir, plugin.EnvConfig, plugin.EnvStateAPI, plugin.EnvSections, plugin.EnvKubeconf, plugin.EnvTalosconf} {
-		env = append(env, k+"="+set[k])
-	}
-	return env
+	})
 }
 
 // phasePath finds tc-NAME next to the front door first, then on PATH. An

@@ -17,16 +17,10 @@
 package tcargocd
 
 import (
-	"context"
-	"errors"
-
 	"github.com/spf13/cobra"
 
 	"github.com/talosc/talosc/pkg/cli"
-	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/plugin"
-	"github.com/talosc/talosc/pkg/state"
-	"github.com/talosc/talosc/pkg/version"
 )
 
 // Name is the plugin name and its config section.
@@ -38,7 +32,7 @@ const (
 	// (AR-9): the cluster Secret is built from the cluster's kubeconfig.
 	NeedsKubeconfig = "needs the cluster's kubeconfig to build the ArgoCD cluster Secret; run converge once the cluster is up"
 	// NotImplemented is the honest boundary of this build.
-	NotImplemented = "argocd registration is not implemented in this talosc build"
+	NotImplemented = "argocd registration" + plugin.NotImplementedSuffix
 )
 
 // ClusterScaffold is what "talosc init" appends to cluster.yaml. The
@@ -79,58 +73,16 @@ func NewCommand(s cli.Streams) *cobra.Command {
 }
 
 // Spec is the plugin's SDK specification; tests replace its Load and
-// LookupEnv.
+// LookupEnv. Until the cluster has a kubeconfig its work is deferred (AR-9);
+// then it is NotImplemented.
 func Spec() plugin.Spec {
-	return plugin.Spec{
-		Descriptor: plugin.Descriptor{
-			Name:           Name,
-			Version:        version.Version(),
-			After:          []string{"rancher"},
-			ConfigSections: []string{Name},
-		},
+	return plugin.Bundled{
+		Name:  Name,
+		After: []string{"rancher"},
 		Short: "Register the cluster with ArgoCD and install its platform applications",
-		Hooks: plugin.Hooks{
-			Init:       initSections,
-			Validate:   func(_ context.Context, c *plugin.Context) []string { return Validate(c.Section[Name]) },
-			Configured: func(_ context.Context, c *plugin.Context) (bool, error) { return Configured(c.Section[Name]), nil },
-			Converge:   change,
-			Destroy:    change,
-			Status:     status,
-			Check:      check,
-		},
-	}
-}
 
-func initSections(context.Context, *plugin.Context) ([]plugin.InitSection, error) {
-	return []plugin.InitSection{
-		{Name: Name, File: config.ClusterFile, YAML: ClusterScaffold},
-		{Name: Name, File: config.SecretsFile, YAML: SecretsScaffold},
-	}, nil
-}
-
-// change is converge and destroy: deferred until the cluster has a
-// kubeconfig (AR-9), then the honest "not implemented".
-func change(_ context.Context, c *plugin.Context) (plugin.Result, error) {
-	if !c.Bootstrapped() {
-		return plugin.Result{
-			Status:   state.StatusDeferred,
-			Outputs:  map[string]any{"deferred": true},
-			Messages: []string{NeedsKubeconfig},
-		}, nil
-	}
-	return plugin.Result{}, errors.New(NotImplemented)
-}
-
-func status(_ context.Context, c *plugin.Context) (map[string]any, error) {
-	if !c.Bootstrapped() {
-		return nil, plugin.Defer(NeedsKubeconfig)
-	}
-	return nil, errors.New(NotImplemented)
-}
-
-func check(_ context.Context, c *plugin.Context) (map[string]any, error) {
-	if !c.Bootstrapped() {
-		return nil, plugin.Defer(NeedsKubeconfig)
-	}
-	return map[string]any{"ok": false, "reason": NotImplemented}, nil
+		ClusterScaffold: ClusterScaffold, SecretsScaffold: SecretsScaffold,
+		Validate: Validate, Configured: Configured,
+		Pending: plugin.Pending{NeedsKubeconfig: NeedsKubeconfig, NotImplemented: NotImplemented},
+	}.Spec()
 }

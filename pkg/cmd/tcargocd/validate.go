@@ -1,10 +1,11 @@
 package tcargocd
 
 import (
-	"fmt"
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/talosc/talosc/pkg/plugin/pluginconfig"
 )
 
 // topKeys are the keys of the merged argocd section: cluster.yaml's options
@@ -37,11 +38,13 @@ func versionForwarded() []string {
 	return []string{"metallb", "sealedsecrets", "certmanager", "cinder"}
 }
 
-// problems collects "key.path: message" lines.
-type problems []string
+// problems collects "key.path: message" lines; its methods are the checks
+// only argocd makes.
+type problems struct{ pluginconfig.Problems }
 
-func (p *problems) add(path, format string, args ...any) {
-	*p = append(*p, path+": "+fmt.Sprintf(format, args...))
+// emails are what admins and users list.
+func emails() pluginconfig.Items {
+	return pluginconfig.Items{One: "an email address", Many: "email addresses", Valid: isEmail}
 }
 
 // Validate returns the problems of the merged argocd section raw (AR-2), each
@@ -49,85 +52,71 @@ func (p *problems) add(path, format string, args ...any) {
 // and null member lists read as absent; a null where a scalar is expected is
 // refused like any other non-string or non-boolean.
 func Validate(raw any) []string {
-	if raw == nil {
-		return nil
-	}
-	sec, ok := raw.(map[string]any)
-	if !ok {
-		return []string{fmt.Sprintf("%s: must be a YAML mapping, not %s", Name, kind(raw))}
-	}
 	var p problems
-	for _, k := range sortedKeys(sec) {
-		if !slices.Contains(topKeys(), k) {
-			p.add(Name+"."+k, "unsupported option; the argocd plugin does not use it")
-		}
+	sec := p.Mapping(Name, raw)
+	if sec == nil {
+		return p.Problems
 	}
+	p.Unknown(sec, Name, topKeys(), "unsupported option; the argocd plugin does not use it")
 	for _, tier := range []string{"admins", "users"} {
-		p.emails(sec, tier)
+		p.Strings(sec, Name, tier, emails())
 	}
 	for _, k := range []string{"sync", "automated"} {
-		p.boolean(sec, Name, k)
+		p.Boolean(sec, Name, k)
 	}
 	for _, k := range []string{"kubeconfig", "context", "url", "token"} {
-		p.str(sec, Name, k)
+		p.String(sec, Name, k)
 	}
 	git := p.mapping(sec, Name, "git", []string{"url", "username", "token"})
 	for _, k := range []string{"url", "username", "token"} {
-		p.str(git, Name+".git", k)
+		p.String(git, Name+".git", k)
 	}
 	infra := p.mapping(sec, Name, "infra", []string{"url"})
-	p.str(infra, Name+".infra", "url")
+	p.String(infra, Name+".infra", "url")
 	for _, app := range slices.Sorted(maps.Keys(appKeys())) {
 		if m := p.mapping(sec, Name, app, appKeys()[app]); m != nil {
 			p.app(app, m)
 		}
 	}
 	p.repositories(git, infra)
-	return p
+	return p.Problems
 }
 
 // repositories checks that git.url and infra.url come together and that git
 // credentials have a URL to go with.
 func (p *problems) repositories(git, infra map[string]any) {
-	gitURL, infraURL := nonEmpty(git["url"]), nonEmpty(infra["url"])
+	gitURL, infraURL := pluginconfig.NonEmpty(git["url"]), pluginconfig.NonEmpty(infra["url"])
 	switch {
 	case gitURL && !infraURL:
-		p.add(Name+".infra.url", "must be set together with argocd.git.url; the repository Secret, root Application and cluster Application are only rendered together")
+		p.Add(Name+".infra.url", "must be set together with argocd.git.url; the repository Secret, root Application and cluster Application are only rendered together")
 	case infraURL && !gitURL:
-		p.add(Name+".git.url", "must be set together with argocd.infra.url; the repository Secret, root Application and cluster Application are only rendered together")
+		p.Add(Name+".git.url", "must be set together with argocd.infra.url; the repository Secret, root Application and cluster Application are only rendered together")
 	}
-	if !gitURL && (nonEmpty(git["username"]) || nonEmpty(git["token"])) {
-		p.add(Name+".git", "git credentials are set but argocd.git.url is not, so no repository Secret can be rendered; set argocd.git.url or remove the credentials")
+	if !gitURL && (pluginconfig.NonEmpty(git["username"]) || pluginconfig.NonEmpty(git["token"])) {
+		p.Add(Name+".git", "git credentials are set but argocd.git.url is not, so no repository Secret can be rendered; set argocd.git.url or remove the credentials")
 	}
 }
 
 // app checks one per-app section.
 func (p *problems) app(app string, m map[string]any) {
 	path := Name + "." + app
-	p.boolean(m, path, "enabled")
-	if v, present := m["version"]; present {
-		if !slices.Contains(versionForwarded(), app) {
-			p.add(path+".version", "the plugin does not forward a chart version for this app; set version under argocd.metallb, argocd.sealedsecrets, argocd.certmanager, argocd.cinder, or argocd.ingress.traefik, or remove the key")
-		} else if !nonEmpty(v) {
-			p.add(path+".version", "must be a non-empty string, not %s", kind(v))
-		}
+	p.Boolean(m, path, "enabled")
+	if _, present := m["version"]; present && !slices.Contains(versionForwarded(), app) {
+		p.Add(path+".version", "the plugin does not forward a chart version for this app; set version under argocd.metallb, argocd.sealedsecrets, argocd.certmanager, argocd.cinder, or argocd.ingress.traefik, or remove the key")
+	} else {
+		p.NonEmptyString(m, path, "version")
 	}
 	switch app {
 	case "certmanager":
 		if v, present := m["email"]; present {
 			if s, ok := v.(string); !ok || !isEmail(s) {
-				p.add(path+".email", "must be an email address, not %s", kind(v))
+				p.Add(path+".email", "must be an email address, not %s", pluginconfig.Kind(v))
 			}
 		}
 	case "ingress":
-		if v, present := m["class"]; present && !nonEmpty(v) {
-			p.add(path+".class", "must be a non-empty string, not %s", kind(v))
-		}
-		if t := p.mapping(m, path, "traefik", []string{"version"}); t != nil {
-			if v, present := t["version"]; present && !nonEmpty(v) {
-				p.add(path+".traefik.version", "must be a non-empty string, not %s", kind(v))
-			}
-		}
+		p.NonEmptyString(m, path, "class")
+		traefik := p.mapping(m, path, "traefik", []string{"version"})
+		p.NonEmptyString(traefik, path+".traefik", "version")
 	case "nfs":
 		if v := m["servers"]; v != nil {
 			servers, ok := v.(map[string]any)
@@ -138,7 +127,7 @@ func (p *problems) app(app string, m map[string]any) {
 				}
 			}
 			if !valid {
-				p.add(path+".servers", "must map server names to mappings")
+				p.Add(path+".servers", "must map server names to mappings")
 			}
 		}
 	}
@@ -147,59 +136,10 @@ func (p *problems) app(app string, m map[string]any) {
 // mapping checks that parent[key], when present and not null, is a mapping
 // with only allowed keys, and returns it (nil when absent or invalid).
 func (p *problems) mapping(parent map[string]any, path, key string, allowed []string) map[string]any {
-	v := parent[key]
-	if v == nil {
-		return nil
-	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		p.add(path+"."+key, "must be a YAML mapping, not %s", kind(v))
-		return nil
-	}
-	for _, k := range sortedKeys(m) {
-		if !slices.Contains(allowed, k) {
-			p.add(path+"."+key+"."+k, "unsupported key; %s.%s takes %s", path, key, strings.Join(allowed, ", "))
-		}
-	}
+	path += "." + key
+	m := p.Mapping(path, parent[key])
+	p.Unknown(m, path, allowed, "unsupported key; "+path+" takes "+strings.Join(allowed, ", "))
 	return m
-}
-
-// boolean refuses a present m[key] that is not a YAML boolean (a quoted
-// "false" included).
-func (p *problems) boolean(m map[string]any, path, key string) {
-	if v, present := m[key]; present {
-		if _, ok := v.(bool); !ok {
-			p.add(path+"."+key, "must be true or false, not %s", kind(v))
-		}
-	}
-}
-
-// str refuses a present m[key] that is not a string.
-func (p *problems) str(m map[string]any, path, key string) {
-	if v, present := m[key]; present {
-		if _, ok := v.(string); !ok {
-			p.add(path+"."+key, "must be a string, not %s", kind(v))
-		}
-	}
-}
-
-// emails checks the member list sec[tier]: a list of email addresses.
-func (p *problems) emails(sec map[string]any, tier string) {
-	v := sec[tier]
-	if v == nil {
-		return
-	}
-	path := Name + "." + tier
-	list, ok := v.([]any)
-	if !ok {
-		p.add(path, "must be a list of email addresses, not %s", kind(v))
-		return
-	}
-	for i, item := range list {
-		if s, isString := item.(string); !isString || !isEmail(s) {
-			p.add(fmt.Sprintf("%s[%d]", path, i), "must be an email address (%s is a list of email addresses), not %s", path, kind(item))
-		}
-	}
 }
 
 // Configured reports whether the merged argocd section raw activates the
@@ -207,7 +147,7 @@ func (p *problems) emails(sec map[string]any, tier string) {
 // not: the plugin applies through kubectl, not the ArgoCD API.
 func Configured(raw any) bool {
 	sec, ok := raw.(map[string]any)
-	return ok && (nonEmpty(sec["kubeconfig"]) || nonEmpty(sec["context"]))
+	return ok && (pluginconfig.NonEmpty(sec["kubeconfig"]) || pluginconfig.NonEmpty(sec["context"]))
 }
 
 // isEmail is a deliberately loose address check: one "@", a non-empty local
@@ -216,35 +156,4 @@ func isEmail(s string) bool {
 	local, domain, ok := strings.Cut(s, "@")
 	return ok && local != "" && !strings.ContainsAny(s, " \t\r\n") && !strings.Contains(domain, "@") &&
 		strings.Contains(domain, ".") && !strings.HasPrefix(domain, ".") && !strings.HasSuffix(domain, ".")
-}
-
-// nonEmpty reports whether v is a string with something besides spaces.
-func nonEmpty(v any) bool {
-	s, ok := v.(string)
-	return ok && strings.TrimSpace(s) != ""
-}
-
-func sortedKeys(m map[string]any) []string { return slices.Sorted(maps.Keys(m)) }
-
-// kind names the YAML type of v for messages.
-func kind(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return "null"
-	case string:
-		if strings.TrimSpace(x) == "" {
-			return "an empty string"
-		}
-		return fmt.Sprintf("the string %q", x)
-	case bool:
-		return fmt.Sprintf("the boolean %t", x)
-	case int, int64, uint64, float64, float32, int32, uint, uint32:
-		return fmt.Sprintf("the number %v", x)
-	case []any:
-		return "a list"
-	case map[string]any:
-		return "a mapping"
-	default:
-		return fmt.Sprintf("a %T", v)
-	}
 }

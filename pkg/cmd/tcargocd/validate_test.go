@@ -3,9 +3,8 @@ package tcargocd_test
 import (
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/talosc/talosc/pkg/cmd/tcargocd"
+	"github.com/talosc/talosc/pkg/plugin/plugintest"
 )
 
 type (
@@ -24,12 +23,7 @@ const (
 func TestValidate(t *testing.T) {
 	t.Parallel()
 	repos := m{"url": gitURL}
-	tests := []struct {
-		name    string
-		section any
-		want    []string
-	}{
-		{"absent", nil, nil},
+	tests := []plugintest.ValidateCase{
 		{"registration only", m{"kubeconfig": "../argocd-kubeconfig"}, nil},
 		{
 			"full", m{
@@ -111,34 +105,17 @@ func TestValidate(t *testing.T) {
 		{"nfs servers a string", m{"nfs": m{"servers": "nfs.example.edu"}}, []string{"argocd.nfs.servers: must map server names to mappings"}},
 		{"nfs server not a mapping", m{"nfs": m{"servers": m{"a": "nfs.example.edu"}}}, []string{"argocd.nfs.servers: must map server names to mappings"}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			if diff := cmp.Diff(tt.want, tcargocd.Validate(tt.section)); diff != "" {
-				t.Errorf("Validate() mismatch (-want +got):\n%s", diff)
-			}
-		})
-	}
+	plugintest.RunValidate(t, tcargocd.Validate, tests)
 }
 
 func TestConfigured(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		name    string
-		section any
-		want    bool
-	}{
-		{"absent", nil, false},
-		{"not a mapping", "yes", false},
+	tests := []plugintest.ConfiguredCase{
 		{"cluster.yaml options only", m{"admins": l{"a@b.c"}, "git": m{"url": gitURL}}, false},
 		{"url and token alone", m{"url": "https://argocd", "token": "t"}, false},
 		{"empty kubeconfig", m{"kubeconfig": ""}, false},
 		{"kubeconfig", m{"kubeconfig": "../argocd-kubeconfig"}, true},
 		{"context", m{"context": "argocd"}, true},
 	}
-	for _, tt := range tests {
-		if got := tcargocd.Configured(tt.section); got != tt.want {
-			t.Errorf("%s: Configured() = %t, want %t", tt.name, got, tt.want)
-		}
-	}
+	plugintest.RunConfigured(t, tcargocd.Configured, tests)
 }

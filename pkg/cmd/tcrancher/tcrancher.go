@@ -14,16 +14,10 @@
 package tcrancher
 
 import (
-	"context"
-	"errors"
-
 	"github.com/spf13/cobra"
 
 	"github.com/talosc/talosc/pkg/cli"
-	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/plugin"
-	"github.com/talosc/talosc/pkg/state"
-	"github.com/talosc/talosc/pkg/version"
 )
 
 // Name is the plugin name and its config section.
@@ -34,7 +28,7 @@ const (
 	// NeedsKubeconfig is why work is deferred before the first bootstrap.
 	NeedsKubeconfig = "needs the cluster's kubeconfig; run converge once the cluster is up"
 	// NotImplemented is the honest boundary of this build.
-	NotImplemented = "rancher registration is not implemented in this talosc build"
+	NotImplemented = "rancher registration" + plugin.NotImplementedSuffix
 )
 
 // ClusterScaffold is what "talosc init" appends to cluster.yaml.
@@ -60,58 +54,15 @@ func NewCommand(s cli.Streams) *cobra.Command {
 }
 
 // Spec is the plugin's SDK specification; tests replace its Load and
-// LookupEnv.
+// LookupEnv. Until the cluster has a kubeconfig its work is deferred;
+// then it is NotImplemented.
 func Spec() plugin.Spec {
-	return plugin.Spec{
-		Descriptor: plugin.Descriptor{
-			Name:           Name,
-			Version:        version.Version(),
-			After:          []string{},
-			ConfigSections: []string{Name},
-		},
+	return plugin.Bundled{
+		Name:  Name,
 		Short: "Register the cluster with Rancher and keep its members in sync",
-		Hooks: plugin.Hooks{
-			Init:       initSections,
-			Validate:   func(_ context.Context, c *plugin.Context) []string { return Validate(c.Section[Name]) },
-			Configured: func(_ context.Context, c *plugin.Context) (bool, error) { return Configured(c.Section[Name]), nil },
-			Converge:   change,
-			Destroy:    change,
-			Status:     status,
-			Check:      check,
-		},
-	}
-}
 
-func initSections(context.Context, *plugin.Context) ([]plugin.InitSection, error) {
-	return []plugin.InitSection{
-		{Name: Name, File: config.ClusterFile, YAML: ClusterScaffold},
-		{Name: Name, File: config.SecretsFile, YAML: SecretsScaffold},
-	}, nil
-}
-
-// change is converge and destroy: deferred until the cluster has a
-// kubeconfig, then the honest "not implemented".
-func change(_ context.Context, c *plugin.Context) (plugin.Result, error) {
-	if !c.Bootstrapped() {
-		return plugin.Result{
-			Status:   state.StatusDeferred,
-			Outputs:  map[string]any{"deferred": true},
-			Messages: []string{NeedsKubeconfig},
-		}, nil
-	}
-	return plugin.Result{}, errors.New(NotImplemented)
-}
-
-func status(_ context.Context, c *plugin.Context) (map[string]any, error) {
-	if !c.Bootstrapped() {
-		return nil, plugin.Defer(NeedsKubeconfig)
-	}
-	return nil, errors.New(NotImplemented)
-}
-
-func check(_ context.Context, c *plugin.Context) (map[string]any, error) {
-	if !c.Bootstrapped() {
-		return nil, plugin.Defer(NeedsKubeconfig)
-	}
-	return map[string]any{"ok": false, "reason": NotImplemented}, nil
+		ClusterScaffold: ClusterScaffold, SecretsScaffold: SecretsScaffold,
+		Validate: Validate, Configured: Configured,
+		Pending: plugin.Pending{NeedsKubeconfig: NeedsKubeconfig, NotImplemented: NotImplemented},
+	}.Spec()
 }

@@ -4,9 +4,8 @@ import (
 	"maps"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/talosc/talosc/pkg/cmd/tcrancher"
+	"github.com/talosc/talosc/pkg/plugin/plugintest"
 )
 
 type (
@@ -21,12 +20,7 @@ func TestValidate(t *testing.T) {
 		maps.Copy(out, extra)
 		return out
 	}
-	tests := []struct {
-		name    string
-		section any
-		want    []string
-	}{
-		{"absent", nil, nil},
+	tests := []plugintest.ValidateCase{
 		{"empty mapping", m{}, nil},
 		{"scaffold", m{"admins": l{}, "users": l{}}, nil},
 		{"full", creds(m{"admins": l{"alice", "bob"}, "users": l{"carol"}}), nil},
@@ -85,25 +79,12 @@ func TestValidate(t *testing.T) {
 			},
 		},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			if diff := cmp.Diff(tt.want, tcrancher.Validate(tt.section)); diff != "" {
-				t.Errorf("Validate() mismatch (-want +got):\n%s", diff)
-			}
-		})
-	}
+	plugintest.RunValidate(t, tcrancher.Validate, tests)
 }
 
 func TestConfigured(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		name    string
-		section any
-		want    bool
-	}{
-		{"absent", nil, false},
-		{"not a mapping", "yes", false},
+	tests := []plugintest.ConfiguredCase{
 		{"members only", m{"admins": l{"alice"}}, false},
 		{"url only", m{"url": "https://r"}, false},
 		{"empty token", m{"url": "https://r", "token": ""}, false},
@@ -111,9 +92,5 @@ func TestConfigured(t *testing.T) {
 		{"url and token", m{"url": "https://r", "token": "token-x:y"}, true},
 		{"with members", m{"admins": l{"alice"}, "url": "https://r", "token": "token-x:y"}, true},
 	}
-	for _, tt := range tests {
-		if got := tcrancher.Configured(tt.section); got != tt.want {
-			t.Errorf("%s: Configured() = %t, want %t", tt.name, got, tt.want)
-		}
-	}
+	plugintest.RunConfigured(t, tcrancher.Configured, tests)
 }
