@@ -14,6 +14,10 @@ const (
 // maxHostname is the longest hostname (one DNS label) a machine may have.
 const maxHostname = 63
 
+// maxMachines is the most nodes Kubernetes supports in one cluster; larger
+// counts are typos, and would make every plan enumerate them.
+const maxMachines = 5000
+
 // Machine is one desired machine of the cluster.
 type Machine struct {
 	// Hostname is <name>-controlplane-NN or <name>-<pool>-NN.
@@ -66,6 +70,22 @@ func (v *validator) pools(provider string) {
 			v.errf(path, "is not a valid pool name: use lowercase letters, digits and '-', starting and ending with a letter or digit")
 		}
 		v.pool(p, path, provider)
+	}
+	v.totalMachines()
+}
+
+func (v *validator) totalMachines() {
+	total, path := 0, "controlplane.count"
+	for _, p := range append(Pools{v.c.ControlPlane}, v.c.Workers...) {
+		if p.Count > 0 {
+			total += min(p.Count, maxMachines+1)
+		}
+		if p.Count > 0 && p.Name != RoleControlPlane {
+			path = "workers." + p.Name + ".count"
+		}
+	}
+	if total > maxMachines {
+		v.problem(path, fmt.Sprintf("the pools add up to more than %d machines, the most Kubernetes supports in one cluster", maxMachines))
 	}
 }
 

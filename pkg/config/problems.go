@@ -60,9 +60,13 @@ type collector struct {
 }
 
 func (c *collector) add(file string, line int, path, msg string) {
-	// A problem is one line: yaml errors and quoted values never add more.
-	msg = strings.ReplaceAll(msg, "\n", " ")
-	c.problems = append(c.problems, Problem{File: file, Line: line, Path: path, Message: msg})
+	c.problems = append(c.problems, Problem{File: oneLine(file), Line: line, Path: oneLine(path), Message: oneLine(msg)})
+}
+
+// oneLine keeps a problem on one line: yaml errors, keys and file names may
+// contain line breaks.
+func oneLine(s string) string {
+	return strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
 }
 
 func (c *collector) addf(file string, line int, path, format string, args ...any) {
@@ -70,5 +74,5 @@ func (c *collector) addf(file string, line int, path, format string, args ...any
 }
 
 func (c *collector) warnf(format string, args ...any) {
-	c.warnings = append(c.warnings, fmt.Sprintf(format, args...))
+	c.warnings = append(c.warnings, oneLine(fmt.Sprintf(format, args...)))
 }

@@ -279,11 +279,11 @@ func describe(n *node) string {
 	case n.kind == seqNode:
 		return "a list"
 	case n.tag == "!!str":
-		v := n.value
+		v := []rune(n.value)
 		if len(v) > 40 {
-			v = v[:40] + "..."
+			v = append(v[:40], []rune("...")...)
 		}
-		return "the string " + strconv.Quote(v)
+		return "the string " + strconv.Quote(string(v))
 	case n.tag == "!!bool":
 		return "the boolean " + n.value
 	default:

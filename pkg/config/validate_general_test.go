@@ -31,6 +31,8 @@ func TestValidate_GeneralAndPools(t *testing.T) {
 			config.Problems{inCluster("workers.GPU", "workers.GPU is not a valid pool name: use lowercase letters, digits and '-', starting and ending with a letter or digit")}},
 		{"negative worker count", only(edit(t, openstackBase, set("workers.worker.count", "-1"))), none,
 			config.Problems{inCluster("workers.worker.count", "workers.worker.count must be at least 0, not -1")}},
+		{"too many machines", only(edit(t, openstackBase, set("workers.worker.count", "4998"))), none,
+			config.Problems{inCluster("workers.worker.count", "the pools add up to more than 5000 machines, the most Kubernetes supports in one cluster")}},
 		{"control plane required", only(edit(t, openstackBase, del("controlplane"))), none,
 			config.Problems{inCluster("controlplane", "controlplane is required")}},
 		{"count required", only(edit(t, openstackBase, del("workers.worker.count"))), none,

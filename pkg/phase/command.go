@@ -196,7 +196,7 @@ func (o *Options) perform(ctx context.Context, p Phase, action string, in *Input
 }
 
 func (o *Options) load(ctx context.Context, action string, out *ui.Printer) (*config.Cluster, error) {
-	sections, err := plugin.ConfigSections(ctx, o.LookupEnv, func(msg string) { out.Warn("%s", msg) })
+	sections, err := plugin.ConfigSections(ctx, o.LookupEnv, plugin.SelfDir(), func(msg string) { out.Warn("%s", msg) })
 	if err != nil {
 		return nil, err
 	}

@@ -34,6 +34,10 @@ type DiscoverOptions struct {
 	// Timeout bounds each describe call; 0 means EnvTimeout from Env, else
 	// DescribeTimeout.
 	Timeout time.Duration
+	// Beside is searched after PATH: the directory of the running talosc
+	// binary, where a krew or tarball install puts the bundled plugins
+	// without putting them on PATH. Plugins on PATH still win.
+	Beside string
 }
 
 // candidate is a tc-NAME executable found on PATH.
@@ -61,7 +65,11 @@ func Discover(ctx context.Context, o DiscoverOptions) ([]Plugin, error) {
 			timeout = DescribeTimeout
 		}
 	}
-	cands := findCandidates(o.PathEnv, o.Exclude, warn)
+	pathEnv := o.PathEnv
+	if o.Beside != "" {
+		pathEnv += string(os.PathListSeparator) + o.Beside
+	}
+	cands := findCandidates(pathEnv, o.Exclude, warn)
 	descs := describeAll(ctx, cands, o.Env, timeout)
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("discover plugins: %w", err)

@@ -199,7 +199,7 @@ func TestConfigSections(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "tc-rancher"), describeScript(descriptorJSON(t, "rancher"), ""), 0o755)
 	env := map[string]string{"PATH": dir}
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
-	got, err := plugin.ConfigSections(t.Context(), lookup, nil)
+	got, err := plugin.ConfigSections(t.Context(), lookup, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +207,7 @@ func TestConfigSections(t *testing.T) {
 		t.Errorf("ConfigSections() from PATH mismatch (-want +got):\n%s", diff)
 	}
 	env[plugin.EnvSections] = "argocd=argocd"
-	got, err = plugin.ConfigSections(t.Context(), lookup, nil)
+	got, err = plugin.ConfigSections(t.Context(), lookup, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,4 +233,20 @@ func TestDiscoverSameDirectoryTwice(t *testing.T) {
 	if diff := cmp.Diff([]string{"a"}, names(ps)); diff != "" || len(w) != 0 {
 		t.Errorf("plugins %v (-want +got):\n%s\nwarnings %q", names(ps), diff, w)
 	}
+}
+
+func TestDiscoverBesideTheBinary(t *testing.T) {
+	t.Parallel()
+	path, beside := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(path, "tc-a"), describeScript(descriptorJSON(t, "a"), ""), 0o755)
+	writeFile(t, filepath.Join(beside, "tc-a"), describeScript(descriptorJSON(t, "a"), ""), 0o755)
+	writeFile(t, filepath.Join(beside, "tc-b"), describeScript(descriptorJSON(t, "b"), ""), 0o755)
+	ps, w := discover(t, plugin.DiscoverOptions{PathEnv: path, Beside: beside})
+	if diff := cmp.Diff([]string{"a", "b"}, names(ps)); diff != "" {
+		t.Fatalf("plugins (-want +got):\n%s", diff)
+	}
+	if ps[0].Path != filepath.Join(path, "tc-a") {
+		t.Errorf("tc-a from %s; PATH must win over the binary's directory", ps[0].Path)
+	}
+	w.has(t, "shadowed")
 }

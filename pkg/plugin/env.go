@@ -3,6 +3,8 @@ package plugin
 import (
 	"context"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -99,17 +101,31 @@ func ParseSectionsEnv(v string) map[string]string {
 	return m
 }
 
+// SelfDir is the directory of the running executable, symlinks resolved
+// (krew links its binaries), or "" when it cannot be told.
+func SelfDir() string {
+	self, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	if resolved, err := filepath.EvalSymlinks(self); err == nil {
+		self = resolved
+	}
+	return filepath.Dir(self)
+}
+
 // ConfigSections returns the section → plugin map to load cluster.yaml with:
 // EnvSections when the front door set it, otherwise the sections of the
-// plugins discovered on PATH (so a phase or plugin run by hand still accepts
-// every installed plugin's sections). lookupEnv reads the environment; warn
-// receives discovery warnings.
-func ConfigSections(ctx context.Context, lookupEnv func(string) (string, bool), warn func(string)) (map[string]string, error) {
+// plugins discovered on PATH and beside (so a phase or plugin run by hand
+// still accepts every installed plugin's sections). lookupEnv reads the
+// environment; beside is the running binary's directory (see
+// DiscoverOptions.Beside); warn receives discovery warnings.
+func ConfigSections(ctx context.Context, lookupEnv func(string) (string, bool), beside string, warn func(string)) (map[string]string, error) {
 	if v, ok := lookupEnv(EnvSections); ok {
 		return ParseSectionsEnv(v), nil
 	}
 	path, _ := lookupEnv("PATH")
-	ps, err := Discover(ctx, DiscoverOptions{PathEnv: path, Exclude: Builtins(), Warn: warn})
+	ps, err := Discover(ctx, DiscoverOptions{PathEnv: path, Exclude: Builtins(), Warn: warn, Beside: beside})
 	if err != nil {
 		return nil, err
 	}

@@ -107,7 +107,7 @@ func (o *options) context(doc *state.Document) (*Context, error) {
 // load reads cluster.yaml strictly, accepting every installed plugin's
 // sections, and picks this plugin's sections out of it.
 func (o *options) load(ctx context.Context, hook string, c *Context) error {
-	sections, err := ConfigSections(ctx, o.spec.LookupEnv, func(msg string) {
+	sections, err := ConfigSections(ctx, o.spec.LookupEnv, SelfDir(), func(msg string) {
 		fmt.Fprintf(c.Log, "WARNING: %s\n", msg)
 	})
 	if err != nil {

@@ -87,6 +87,7 @@ func (g *Globals) open(ctx context.Context, mode loadMode) (*session, error) {
 		Env:     g.Host.Environ,
 		Exclude: plugin.Builtins(),
 		Warn:    func(msg string) { s.out.Warn("%s", msg) },
+		Beside:  besideDir(g.Host.Self),
 	})
 	if err != nil {
 		return nil, err
@@ -117,6 +118,14 @@ func (g *Globals) open(ctx context.Context, mode loadMode) (*session, error) {
 	}
 	s.env = s.childEnv()
 	return s, nil
+}
+
+// besideDir is the directory of the executable self, or "" when unknown.
+func besideDir(self string) string {
+	if self == "" {
+		return ""
+	}
+	return filepath.Dir(self)
 }
 
 // childEnv is the environment of every phase and plugin the front door runs.
