@@ -196,7 +196,8 @@ func (d *decoder) boolean(n *node, path string) (bool, bool) {
 
 // boolValue interprets a boolean scalar.
 func boolValue(n *node) (bool, bool) {
-	if n.kind != scalarNode || !(n.tag == "!!bool" || n.tag == "!!str" && n.plain && isYAML11Bool(n.value)) {
+	yaml11 := n.tag == "!!str" && n.plain && isYAML11Bool(n.value)
+	if n.kind != scalarNode || n.tag != "!!bool" && !yaml11 {
 		return false, false
 	}
 	switch strings.ToLower(n.value) {

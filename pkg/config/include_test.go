@@ -97,16 +97,24 @@ func TestLoad_IncludeProblems(t *testing.T) {
 		{"absolute path outside", only(openstackBase + "include: [/etc/hostname]\n"), config.LoadOptions{}, config.Problems{
 			inCluster("include[0]", `include[0] "/etc/hostname" is outside the cluster directory`),
 		}},
-		{"not a regular file", map[string]string{config.ClusterFile: openstackBase + "include: [sub]\n", "sub": "dir:"},
-			config.LoadOptions{}, config.Problems{inCluster("include[0]", `include[0] "sub" is not a regular file`)}},
+		{
+			"not a regular file",
+			map[string]string{config.ClusterFile: openstackBase + "include: [sub]\n", "sub": "dir:"},
+			config.LoadOptions{},
+			config.Problems{inCluster("include[0]", `include[0] "sub" is not a regular file`)},
+		},
 		{"missing file", only(withSecrets), config.LoadOptions{}, config.Problems{
 			inCluster("include[0]", `include[0] "secrets.yaml" does not exist`),
 		}},
 		{"missing file allowed", only(withSecrets), config.LoadOptions{MissingIncludesOK: true}, nil},
-		{"secrets.yaml not listed", map[string]string{config.ClusterFile: openstackBase, config.SecretsFile: sec},
-			config.LoadOptions{}, config.Problems{
+		{
+			"secrets.yaml not listed",
+			map[string]string{config.ClusterFile: openstackBase, config.SecretsFile: sec},
+			config.LoadOptions{},
+			config.Problems{
 				inCluster("include", "secrets.yaml exists but cluster.yaml does not include it; add include: [secrets.yaml] so its credentials are not silently ignored"),
-			}},
+			},
+		},
 		{"include is not a list", only(openstackBase + "include: secrets.yaml\n"), config.LoadOptions{}, config.Problems{
 			inCluster("include", `include must be a list of file names, e.g. include: [secrets.yaml], not the string "secrets.yaml"`),
 		}},

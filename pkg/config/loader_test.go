@@ -16,21 +16,39 @@ import (
 func TestLoad_FileShapeProblems(t *testing.T) {
 	t.Parallel()
 	runProblemCases(t, []problemCase{
-		{"list instead of mapping", only("- a\n- b\n"), config.LoadOptions{},
-			config.Problems{inCluster("", "cluster.yaml must be a YAML mapping of keys, not a list")}},
-		{"scalar instead of mapping", only("hello\n"), config.LoadOptions{},
-			config.Problems{inCluster("", `cluster.yaml must be a YAML mapping of keys, not the string "hello"`)}},
-		{"duplicate key", only(openstackBase + "name: other\n"), config.LoadOptions{},
-			config.Problems{inCluster("name", "name is set twice in this mapping (lines 1 and 24)")}},
-		{"unsupported tag", only(edit(t, openstackBase, set("name", "!foo demo"))), config.LoadOptions{},
-			config.Problems{inCluster("name", "name uses the YAML tag !foo, which talosc does not support")}},
-		{"unsupported tag on a mapping", only(edit(t, openstackBase, set("tailscale", "!foo {a: 1}"))), config.LoadOptions{},
+		{
+			"list instead of mapping", only("- a\n- b\n"),
+			config.LoadOptions{},
+			config.Problems{inCluster("", "cluster.yaml must be a YAML mapping of keys, not a list")},
+		},
+		{
+			"scalar instead of mapping", only("hello\n"),
+			config.LoadOptions{},
+			config.Problems{inCluster("", `cluster.yaml must be a YAML mapping of keys, not the string "hello"`)},
+		},
+		{
+			"duplicate key", only(openstackBase + "name: other\n"),
+			config.LoadOptions{},
+			config.Problems{inCluster("name", "name is set twice in this mapping (lines 1 and 24)")},
+		},
+		{
+			"unsupported tag", only(edit(t, openstackBase, set("name", "!foo demo"))),
+			config.LoadOptions{},
+			config.Problems{inCluster("name", "name uses the YAML tag !foo, which talosc does not support")},
+		},
+		{
+			"unsupported tag on a mapping", only(edit(t, openstackBase, set("tailscale", "!foo {a: 1}"))),
+			config.LoadOptions{},
 			config.Problems{
 				inCluster("tailscale", "tailscale uses the YAML tag !foo, which talosc does not support"),
 				inCluster("tailscale.a", "tailscale.a is not a valid key (valid keys: login_server, auth_key)"),
-			}},
-		{"merge key of a scalar", only(openstackBase + "tags: {<<: 1}\n"), config.LoadOptions{},
-			config.Problems{inCluster("tags", "tags: the merge key << must refer to a mapping")}},
+			},
+		},
+		{
+			"merge key of a scalar", only(openstackBase + "tags: {<<: 1}\n"),
+			config.LoadOptions{},
+			config.Problems{inCluster("tags", "tags: the merge key << must refer to a mapping")},
+		},
 	})
 }
 
@@ -81,15 +99,26 @@ func TestLoad_TopLevelKeys(t *testing.T) {
 	runProblemCases(t, []problemCase{
 		{"unknown key", only(openstackBase + "foo: 1\nbar: {}\n"), config.LoadOptions{}, config.Problems{unknown("foo, bar")}},
 		{"unknown key with null value", only(openstackBase + "foo:\n"), config.LoadOptions{}, config.Problems{unknown("foo")}},
-		{"typo suggests the key", only(openstackBase + "tailscal: {}\n"), config.LoadOptions{},
-			config.Problems{unknown("tailscal (did you mean tailscale?)")}},
-		{"plugin section without its plugin", only(openstackBase + "rancher: {url: https://r}\n"), config.LoadOptions{},
-			config.Problems{unknown("rancher")}},
-		{"plugin section typo suggests the plugin key", only(openstackBase + "ranchr: {}\n"), plugins,
-			config.Problems{unknown("ranchr (did you mean rancher?)")}},
+		{
+			"typo suggests the key", only(openstackBase + "tailscal: {}\n"),
+			config.LoadOptions{},
+			config.Problems{unknown("tailscal (did you mean tailscale?)")},
+		},
+		{
+			"plugin section without its plugin", only(openstackBase + "rancher: {url: https://r}\n"),
+			config.LoadOptions{},
+			config.Problems{unknown("rancher")},
+		},
+		{
+			"plugin section typo suggests the plugin key", only(openstackBase + "ranchr: {}\n"), plugins,
+			config.Problems{unknown("ranchr (did you mean rancher?)")},
+		},
 		{"installed plugin section", only(openstackBase + "rancher: {url: https://r}\n"), plugins, nil},
-		{"metal is refused", only(openstackBase + "metal:\n  rack1: {role: worker}\n"), config.LoadOptions{},
-			config.Problems{inCluster("metal", "metal: bare-metal machines are not supported yet by talosc; remove the metal section (support is planned)")}},
+		{
+			"metal is refused", only(openstackBase + "metal:\n  rack1: {role: worker}\n"),
+			config.LoadOptions{},
+			config.Problems{inCluster("metal", "metal: bare-metal machines are not supported yet by talosc; remove the metal section (support is planned)")},
+		},
 		{"empty metal section is absent", only(openstackBase + "metal:\n  # rack1: {}\n"), config.LoadOptions{}, nil},
 	})
 }
@@ -122,28 +151,61 @@ func TestLoad_StrictSections(t *testing.T) {
 		return inCluster(path, path+" is not a valid key; did you mean "+hint+"?")
 	}
 	runProblemCases(t, []problemCase{
-		{"talos.extensons", only(edit(t, openstackBase, set("talos.extensons", "[]"))), config.LoadOptions{},
-			config.Problems{bad("talos.extensons", "extensions")}},
-		{"network.dnss", only(edit(t, openstackBase, set("network.dnss", "[1.1.1.1]"))), config.LoadOptions{},
-			config.Problems{bad("network.dnss", "dns")}},
-		{"openstack.regoin", only(edit(t, openstackBase, set("openstack.regoin", "RegionTwo"))), config.LoadOptions{},
-			config.Problems{bad("openstack.regoin", "region")}},
-		{"proxmox.network.clustr", only(edit(t, proxmoxBase, set("proxmox.network.clustr", "{bridge: vmbr1}"))), config.LoadOptions{},
-			config.Problems{bad("proxmox.network.clustr", "cluster")}},
-		{"network.cluster.vlna", only(edit(t, proxmoxBase, set("network.cluster.vlna", "10"))), config.LoadOptions{},
-			config.Problems{bad("network.cluster.vlna", "vlan")}},
-		{"sdn.exit_ndoes", only(edit(t, sdnExample, set("proxmox.network.cluster.sdn.exit_ndoes", "[pve001]"))), config.LoadOptions{},
-			config.Problems{bad("proxmox.network.cluster.sdn.exit_ndoes", "exit_nodes")}},
-		{"network.external.gatway", only(edit(t, sdnExample, set("network.external.gatway", "203.0.113.1"))), config.LoadOptions{},
-			config.Problems{bad("network.external.gatway", "gateway")}},
-		{"miscapped key", only(edit(t, openstackBase, set("talos.Version", "v1.13.8"))), config.LoadOptions{},
-			config.Problems{bad("talos.Version", "version")}},
-		{"pool key", only(edit(t, openstackBase, set("workers.worker.flavour", "x"))), config.LoadOptions{},
-			config.Problems{bad("workers.worker.flavour", "flavor")}},
-		{"no close key lists the valid ones", only(edit(t, openstackBase, set("talos.foo", "1"))), config.LoadOptions{},
-			config.Problems{inCluster("talos.foo", "talos.foo is not a valid key (valid keys: version, extensions, config_patches, kubespan)")}},
-		{"tailscale key", only(edit(t, openstackBase, set("tailscale.authkey", "x"))), config.LoadOptions{},
-			config.Problems{bad("tailscale.authkey", "auth_key")}},
+		{
+			"talos.extensons", only(edit(t, openstackBase, set("talos.extensons", "[]"))),
+			config.LoadOptions{},
+			config.Problems{bad("talos.extensons", "extensions")},
+		},
+		{
+			"network.dnss", only(edit(t, openstackBase, set("network.dnss", "[1.1.1.1]"))),
+			config.LoadOptions{},
+			config.Problems{bad("network.dnss", "dns")},
+		},
+		{
+			"openstack.regoin", only(edit(t, openstackBase, set("openstack.regoin", "RegionTwo"))),
+			config.LoadOptions{},
+			config.Problems{bad("openstack.regoin", "region")},
+		},
+		{
+			"proxmox.network.clustr", only(edit(t, proxmoxBase, set("proxmox.network.clustr", "{bridge: vmbr1}"))),
+			config.LoadOptions{},
+			config.Problems{bad("proxmox.network.clustr", "cluster")},
+		},
+		{
+			"network.cluster.vlna", only(edit(t, proxmoxBase, set("network.cluster.vlna", "10"))),
+			config.LoadOptions{},
+			config.Problems{bad("network.cluster.vlna", "vlan")},
+		},
+		{
+			"sdn.exit_ndoes", only(edit(t, sdnExample, set("proxmox.network.cluster.sdn.exit_ndoes", "[pve001]"))),
+			config.LoadOptions{},
+			config.Problems{bad("proxmox.network.cluster.sdn.exit_ndoes", "exit_nodes")},
+		},
+		{
+			"network.external.gatway", only(edit(t, sdnExample, set("network.external.gatway", "203.0.113.1"))),
+			config.LoadOptions{},
+			config.Problems{bad("network.external.gatway", "gateway")},
+		},
+		{
+			"miscapped key", only(edit(t, openstackBase, set("talos.Version", "v1.13.8"))),
+			config.LoadOptions{},
+			config.Problems{bad("talos.Version", "version")},
+		},
+		{
+			"pool key", only(edit(t, openstackBase, set("workers.worker.flavour", "x"))),
+			config.LoadOptions{},
+			config.Problems{bad("workers.worker.flavour", "flavor")},
+		},
+		{
+			"no close key lists the valid ones", only(edit(t, openstackBase, set("talos.foo", "1"))),
+			config.LoadOptions{},
+			config.Problems{inCluster("talos.foo", "talos.foo is not a valid key (valid keys: version, extensions, config_patches, kubespan)")},
+		},
+		{
+			"tailscale key", only(edit(t, openstackBase, set("tailscale.authkey", "x"))),
+			config.LoadOptions{},
+			config.Problems{bad("tailscale.authkey", "auth_key")},
+		},
 	})
 }
 
@@ -172,22 +234,40 @@ func TestLoad_MovedKeys(t *testing.T) {
 	t.Parallel()
 	moved := func(from, to string) config.Problem { return inCluster(from, from+" has moved to "+to) }
 	cases := []problemCase{
-		{"network.cidr", only(edit(t, openstackBase, set("network.cidr", "192.168.0.0/21"), del("network.cluster"))), config.LoadOptions{},
-			config.Problems{moved("network.cidr", "network.cluster.cidr")}},
-		{"proxmox cluster vlan", only(edit(t, proxmoxBase, set("proxmox.network.cluster.vlan", "10"))), config.LoadOptions{},
-			config.Problems{moved("proxmox.network.cluster.vlan", "network.cluster.vlan")}},
-		{"proxmox cluster kubeapi_vip", only(edit(t, proxmoxBase,
-			set("proxmox.network.cluster.kubeapi_vip", "192.168.0.2"), del("network.cluster.kubeapi_vip"))), config.LoadOptions{},
-			config.Problems{moved("proxmox.network.cluster.kubeapi_vip", "network.cluster.kubeapi_vip")}},
-		{"anchor_cidr under network.cluster", only(edit(t, sdnExample, set("network.cluster.anchor_cidr", "169.254.0.0/20"))), config.LoadOptions{},
-			config.Problems{inCluster("network.cluster.anchor_cidr", "network.cluster.anchor_cidr: anchor_cidr and ingress_pool describe the externally routed network; set them under network.external")}},
-		{"ingress_pool under network.cluster", only(edit(t, sdnExample, set("network.cluster.ingress_pool", "192.168.100.200-192.168.100.210"))), config.LoadOptions{},
-			config.Problems{inCluster("network.cluster.ingress_pool", "network.cluster.ingress_pool: anchor_cidr and ingress_pool describe the externally routed network; set them under network.external")}},
+		{
+			"network.cidr", only(edit(t, openstackBase, set("network.cidr", "192.168.0.0/21"), del("network.cluster"))),
+			config.LoadOptions{},
+			config.Problems{moved("network.cidr", "network.cluster.cidr")},
+		},
+		{
+			"proxmox cluster vlan", only(edit(t, proxmoxBase, set("proxmox.network.cluster.vlan", "10"))),
+			config.LoadOptions{},
+			config.Problems{moved("proxmox.network.cluster.vlan", "network.cluster.vlan")},
+		},
+		{
+			"proxmox cluster kubeapi_vip", only(edit(t, proxmoxBase,
+				set("proxmox.network.cluster.kubeapi_vip", "192.168.0.2"), del("network.cluster.kubeapi_vip"))),
+			config.LoadOptions{},
+			config.Problems{moved("proxmox.network.cluster.kubeapi_vip", "network.cluster.kubeapi_vip")},
+		},
+		{
+			"anchor_cidr under network.cluster", only(edit(t, sdnExample, set("network.cluster.anchor_cidr", "169.254.0.0/20"))),
+			config.LoadOptions{},
+			config.Problems{inCluster("network.cluster.anchor_cidr", "network.cluster.anchor_cidr: anchor_cidr and ingress_pool describe the externally routed network; set them under network.external")},
+		},
+		{
+			"ingress_pool under network.cluster", only(edit(t, sdnExample, set("network.cluster.ingress_pool", "192.168.100.200-192.168.100.210"))),
+			config.LoadOptions{},
+			config.Problems{inCluster("network.cluster.ingress_pool", "network.cluster.ingress_pool: anchor_cidr and ingress_pool describe the externally routed network; set them under network.external")},
+		},
 	}
 	for _, k := range []string{"cidr", "gateway", "anchor_cidr", "kubeapi_vip", "vlan", "ingress_pool"} {
-		cases = append(cases, problemCase{"proxmox external " + k,
-			only(edit(t, sdnExample, set("proxmox.network.external."+k, "1"))), config.LoadOptions{},
-			config.Problems{moved("proxmox.network.external."+k, "network.external."+k)}})
+		cases = append(cases, problemCase{
+			"proxmox external " + k,
+			only(edit(t, sdnExample, set("proxmox.network.external."+k, "1"))),
+			config.LoadOptions{},
+			config.Problems{moved("proxmox.network.external."+k, "network.external."+k)},
+		})
 	}
 	runProblemCases(t, cases)
 }
@@ -203,10 +283,16 @@ func TestLoad_NullIsAbsent(t *testing.T) {
 		t.Errorf("tailscale: {} = %v, want present and inactive", c.Tailscale)
 	}
 	runProblemCases(t, []problemCase{
-		{"null required section", only(edit(t, openstackBase, set("controlplane", "~"))), config.LoadOptions{},
-			config.Problems{inCluster("controlplane", "controlplane is required")}},
-		{"null list item", only(edit(t, openstackBase, set("network.dns", "[8.8.8.8, ~]"))), config.LoadOptions{},
-			config.Problems{inCluster("network.dns[1]", "network.dns[1] is empty; remove it or give it a value")}},
+		{
+			"null required section", only(edit(t, openstackBase, set("controlplane", "~"))),
+			config.LoadOptions{},
+			config.Problems{inCluster("controlplane", "controlplane is required")},
+		},
+		{
+			"null list item", only(edit(t, openstackBase, set("network.dns", "[8.8.8.8, ~]"))),
+			config.LoadOptions{},
+			config.Problems{inCluster("network.dns[1]", "network.dns[1] is empty; remove it or give it a value")},
+		},
 	})
 }
 
@@ -217,28 +303,61 @@ func TestLoad_ScalarTypes(t *testing.T) {
 		t.Errorf("count=%d disk=%d kubespan=%v, want 5, 40, true", c.ControlPlane.Count, c.ControlPlane.Disk, c.Talos.KubeSpan)
 	}
 	runProblemCases(t, []problemCase{
-		{"boolean for an int", only(edit(t, openstackBase, set("controlplane.count", "true"))), config.LoadOptions{},
-			config.Problems{inCluster("controlplane.count", "controlplane.count must be an integer, not a boolean (true)")}},
-		{"float for an int", only(edit(t, openstackBase, set("controlplane.disk", "40.5"))), config.LoadOptions{},
-			config.Problems{inCluster("controlplane.disk", "controlplane.disk must be an integer, not the number 40.5")}},
-		{"word for an int", only(edit(t, openstackBase, set("controlplane.count", "three"))), config.LoadOptions{},
-			config.Problems{inCluster("controlplane.count", `controlplane.count must be an integer, not the string "three"`)}},
-		{"negative digit string", only(edit(t, openstackBase, set("workers.worker.count", `"-1"`))), config.LoadOptions{},
-			config.Problems{inCluster("workers.worker.count", `workers.worker.count must be an integer, not the string "-1"`)}},
-		{"huge int", only(edit(t, openstackBase, set("controlplane.disk", "99999999999999999999"))), config.LoadOptions{},
-			config.Problems{inCluster("controlplane.disk", "controlplane.disk must be an integer, not the number 99999999999999999999")}},
-		{"quoted false", only(edit(t, openstackBase, set("talos.kubespan", `"false"`))), config.LoadOptions{},
-			config.Problems{inCluster("talos.kubespan", `talos.kubespan must be true or false, not the string "false" (remove the quotes)`)}},
-		{"number for a bool", only(edit(t, openstackBase, set("talos.kubespan", "1"))), config.LoadOptions{},
-			config.Problems{inCluster("talos.kubespan", "talos.kubespan must be true or false, not the number 1")}},
-		{"bool for a string", only(edit(t, openstackBase, set("controlplane.flavor", "true"))), config.LoadOptions{},
-			config.Problems{inCluster("controlplane.flavor", "controlplane.flavor must be a string, not the boolean true")}},
-		{"list for a string", only(edit(t, openstackBase, set("name", "[a]"))), config.LoadOptions{},
-			config.Problems{inCluster("name", "name must be a string, not a list")}},
-		{"scalar for a list", only(edit(t, openstackBase, set("network.ntp", "pool.ntp.org"))), config.LoadOptions{},
-			config.Problems{inCluster("network.ntp", `network.ntp must be a list, not the string "pool.ntp.org"`)}},
-		{"scalar for a section", only(edit(t, openstackBase, set("talos", "v1.13.8"))), config.LoadOptions{},
-			config.Problems{inCluster("talos", `talos must be a mapping, not the string "v1.13.8"`)}},
+		{
+			"boolean for an int", only(edit(t, openstackBase, set("controlplane.count", "true"))),
+			config.LoadOptions{},
+			config.Problems{inCluster("controlplane.count", "controlplane.count must be an integer, not a boolean (true)")},
+		},
+		{
+			"float for an int", only(edit(t, openstackBase, set("controlplane.disk", "40.5"))),
+			config.LoadOptions{},
+			config.Problems{inCluster("controlplane.disk", "controlplane.disk must be an integer, not the number 40.5")},
+		},
+		{
+			"word for an int", only(edit(t, openstackBase, set("controlplane.count", "three"))),
+			config.LoadOptions{},
+			config.Problems{inCluster("controlplane.count", `controlplane.count must be an integer, not the string "three"`)},
+		},
+		{
+			"negative digit string", only(edit(t, openstackBase, set("workers.worker.count", `"-1"`))),
+			config.LoadOptions{},
+			config.Problems{inCluster("workers.worker.count", `workers.worker.count must be an integer, not the string "-1"`)},
+		},
+		{
+			"huge int", only(edit(t, openstackBase, set("controlplane.disk", "99999999999999999999"))),
+			config.LoadOptions{},
+			config.Problems{inCluster("controlplane.disk", "controlplane.disk must be an integer, not the number 99999999999999999999")},
+		},
+		{
+			"quoted false", only(edit(t, openstackBase, set("talos.kubespan", `"false"`))),
+			config.LoadOptions{},
+			config.Problems{inCluster("talos.kubespan", `talos.kubespan must be true or false, not the string "false" (remove the quotes)`)},
+		},
+		{
+			"number for a bool", only(edit(t, openstackBase, set("talos.kubespan", "1"))),
+			config.LoadOptions{},
+			config.Problems{inCluster("talos.kubespan", "talos.kubespan must be true or false, not the number 1")},
+		},
+		{
+			"bool for a string", only(edit(t, openstackBase, set("controlplane.flavor", "true"))),
+			config.LoadOptions{},
+			config.Problems{inCluster("controlplane.flavor", "controlplane.flavor must be a string, not the boolean true")},
+		},
+		{
+			"list for a string", only(edit(t, openstackBase, set("name", "[a]"))),
+			config.LoadOptions{},
+			config.Problems{inCluster("name", "name must be a string, not a list")},
+		},
+		{
+			"scalar for a list", only(edit(t, openstackBase, set("network.ntp", "pool.ntp.org"))),
+			config.LoadOptions{},
+			config.Problems{inCluster("network.ntp", `network.ntp must be a list, not the string "pool.ntp.org"`)},
+		},
+		{
+			"scalar for a section", only(edit(t, openstackBase, set("talos", "v1.13.8"))),
+			config.LoadOptions{},
+			config.Problems{inCluster("talos", `talos must be a mapping, not the string "v1.13.8"`)},
+		},
 	})
 }
 
@@ -257,14 +376,16 @@ func TestLoad_AnchorsAndMergeKeys(t *testing.T) {
 
 func TestLoad_ReportsEveryProblemAtOnce(t *testing.T) {
 	t.Parallel()
-	runProblemCases(t, []problemCase{{"three problems",
+	runProblemCases(t, []problemCase{{
+		"three problems",
 		only(edit(t, openstackBase, set("name", "Bad_Name"), set("controlplane.count", "0"), set("network.dnss", "[]"))),
 		config.LoadOptions{},
 		config.Problems{
 			inCluster("network.dnss", "network.dnss is not a valid key; did you mean dns?"),
 			inCluster("name", `name "Bad_Name" is not a valid cluster name: use lowercase letters, digits and '-', starting and ending with a letter or digit`),
 			inCluster("controlplane.count", "controlplane.count must be at least 1, not 0"),
-		}}})
+		},
+	}})
 }
 
 func TestProblems_Error(t *testing.T) {

@@ -42,7 +42,7 @@ func startsWithPath(msg, path string) bool {
 }
 
 // Problems is every problem found in one load.
-type Problems []Problem
+type Problems []Problem //nolint:errname // published API name, fixed before this package was written
 
 // Error renders one problem per line.
 func (p Problems) Error() string {

@@ -12,8 +12,10 @@ import (
 func TestScaffold_LoadsAndNeedsRealCredentials(t *testing.T) {
 	t.Parallel()
 	placeholder := func(key string, line int) config.Problem {
-		return config.Problem{File: config.SecretsFile, Line: line, Path: key,
-			Message: key + " is still the scaffolded 'CHANGE-ME' placeholder; set it to your real credential"}
+		return config.Problem{
+			File: config.SecretsFile, Line: line, Path: key,
+			Message: key + " is still the scaffolded 'CHANGE-ME' placeholder; set it to your real credential",
+		}
 	}
 	cases := []struct {
 		provider string

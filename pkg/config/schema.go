@@ -70,7 +70,7 @@ func schemaFor(t reflect.Type) *jsonschema.Schema {
 	case reflect.TypeFor[AddrRange]():
 		return str(`^\s*`+ipv4+`\s*-\s*`+ipv4+`\s*$`, "IPv4 range start-end")
 	case reflect.TypeFor[TLSVerify]():
-		return &jsonschema.Schema{AnyOf: []*jsonschema.Schema{{Type: "boolean"}, {Type: "string", MinLength: ptr(uint64(1))}}}
+		return &jsonschema.Schema{AnyOf: []*jsonschema.Schema{{Type: "boolean"}, {Type: "string", MinLength: new(uint64(1))}}}
 	case reflect.TypeFor[Labels]():
 		return &jsonschema.Schema{Type: "object", AdditionalProperties: scalarOrNull()}
 	case reflect.TypeFor[Patches]():
@@ -143,13 +143,11 @@ func loosen(s *jsonschema.Schema) {
 		}
 		outer := &jsonschema.Schema{Description: p.Description, Default: p.Default}
 		p.Description, p.Default = "", nil
-		alts := []*jsonschema.Schema{p}
+		outer.AnyOf = []*jsonschema.Schema{p}
 		if p.Type == "integer" {
-			alts = append(alts, &jsonschema.Schema{Type: "string", Pattern: "^[0-9]+$"})
+			outer.AnyOf = append(outer.AnyOf, &jsonschema.Schema{Type: "string", Pattern: "^[0-9]+$"})
 		}
-		outer.AnyOf = append(alts, &jsonschema.Schema{Type: "null"})
+		outer.AnyOf = append(outer.AnyOf, &jsonschema.Schema{Type: "null"})
 		pair.Value = outer
 	}
 }
-
-func ptr[T any](v T) *T { return &v }

@@ -1,9 +1,6 @@
 package config
 
-import (
-	"strconv"
-	"strings"
-)
+import "strings"
 
 func (s *SecurityRules) decodeNode(d *decoder, n *node, path string) {
 	if n.kind != mapNode {
@@ -36,8 +33,8 @@ func (s *SecurityRules) decodeNode(d *decoder, n *node, path string) {
 func (d *decoder) longRule(n *node, r *SecurityRule, path string) {
 	for _, e := range n.entries {
 		kp := joinPath(path, e.key)
-		switch {
-		case e.key == "port":
+		switch e.key {
+		case "port":
 			if e.val.isNull() {
 				continue
 			}
@@ -49,7 +46,7 @@ func (d *decoder) longRule(n *node, r *SecurityRule, path string) {
 				}
 				r.Port = int(i)
 			}
-		case e.key == "hosts":
+		case "hosts":
 			if e.val.isNull() {
 				continue
 			}
@@ -125,5 +122,3 @@ func quoteList(names []string) string {
 	}
 	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }
-
-func itoa(i int) string { return strconv.Itoa(i) }

@@ -53,14 +53,6 @@ func (n *node) index(key string) int {
 	return -1
 }
 
-// get returns the value of key in a mapping, nil when absent.
-func (n *node) get(key string) *node {
-	if i := n.index(key); i >= 0 {
-		return n.entries[i].val
-	}
-	return nil
-}
-
 // remove deletes key from a mapping and returns its entry.
 func (n *node) remove(key string) (entry, bool) {
 	i := n.index(key)

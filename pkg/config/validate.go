@@ -181,10 +181,10 @@ func (v *validator) credential(path string) {
 		return
 	}
 	val := strings.TrimSpace(v.d.seen[path].value)
-	switch {
-	case val == "":
+	switch val {
+	case "":
 		v.errf(path, "is empty; set it to your real credential")
-	case val == PlaceholderSecret:
+	case PlaceholderSecret:
 		v.errf(path, "is still the scaffolded '%s' placeholder; set it to your real credential", PlaceholderSecret)
 	}
 }
@@ -215,7 +215,7 @@ func isDNSLabel(s string) bool {
 		return false
 	}
 	for _, c := range s {
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' {
 			return false
 		}
 	}

@@ -121,6 +121,7 @@ func (o *Options) Run(ctx context.Context, p Phase, action string) error {
 		for _, w := range cfg.Warnings {
 			out.Warn("%s", w)
 		}
+		out.Header("%s %s", p.Name(), action)
 	}
 	if doc == nil {
 		doc = state.New(cfg.Name, action)
@@ -153,22 +154,15 @@ func (o *Options) Run(ctx context.Context, p Phase, action string) error {
 func (o *Options) perform(ctx context.Context, p Phase, action string, in *Input, sec *state.Section) error {
 	switch action {
 	case ActionPlan, ActionConverge:
-		in.Out.Header("%s", p.Name())
 		if err := p.Converge(ctx, in, sec); err != nil {
 			return err
 		}
-		sec.Status = state.StatusSucceeded
-		if in.DryRun {
-			sec.Status = state.StatusPlanned
-		}
+		setDone(sec, in.DryRun)
 	case ActionDestroy:
 		if err := p.Destroy(ctx, in, sec); err != nil {
 			return err
 		}
-		sec.Status = state.StatusSucceeded
-		if in.DryRun {
-			sec.Status = state.StatusPlanned
-		}
+		setDone(sec, in.DryRun)
 	case ActionStatus:
 		if err := p.Status(ctx, in, sec); err != nil {
 			return err
@@ -193,6 +187,18 @@ func (o *Options) perform(ctx context.Context, p Phase, action string, in *Input
 		return cli.Usagef("unknown action %q", action)
 	}
 	return nil
+}
+
+// setDone records success (planned in a dry run) unless the phase already
+// chose a status, such as deferred.
+func setDone(sec *state.Section, dryRun bool) {
+	switch {
+	case sec.Status != "":
+	case dryRun:
+		sec.Status = state.StatusPlanned
+	default:
+		sec.Status = state.StatusSucceeded
+	}
 }
 
 func (o *Options) load(ctx context.Context, action string, out *ui.Printer) (*config.Cluster, error) {
@@ -234,7 +240,7 @@ func compatible(doc *state.Document, cluster, name, action string, dryRun bool) 
 		if err != nil {
 			return err
 		}
-		if ok && s.Status == state.StatusPlanned && !dryRun {
+		if ok && (s.Status == state.StatusPlanned || s.Status == state.StatusDeferred) && !dryRun {
 			return fmt.Errorf("phase %q only planned; feed %s from \"tc-%s %s\", not from a plan", up, action, up, action)
 		}
 	}

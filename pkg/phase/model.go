@@ -15,7 +15,8 @@ import (
 // Model is a builtin phase whose cloud work is done by a provider
 // implementation. It always reports the desired model the phase derives from
 // cluster.yaml; the cloud part reports provider.NotAvailableError until a
-// provider is compiled in, so the phase fails cleanly and changes nothing.
+// provider is compiled in, so a real run fails cleanly and changes nothing,
+// and a dry run is deferred (it cannot observe what would change).
 type Model struct {
 	// PhaseName is the section the phase owns.
 	PhaseName string
@@ -62,7 +63,8 @@ func (m *Model) Destroy(_ context.Context, in *Input, sec *state.Section) error 
 func (m *Model) planOnly(in *Input, sec *state.Section, what string) error {
 	err := m.record(in, sec)
 	if in.DryRun && errors.Is(err, provider.ErrNotAvailable) {
-		sec.Messages = append(sec.Messages, fmt.Sprintf("the %s provider is not available in this build: nothing was observed, so no %s are planned", in.Config.Provider(), what))
+		sec.Status = state.StatusDeferred
+		sec.Messages = append(sec.Messages, fmt.Sprintf("deferred: the %s provider is not available in this build, so nothing was observed and no %s are planned", in.Config.Provider(), what))
 		return nil
 	}
 	return err

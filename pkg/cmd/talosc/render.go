@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -29,6 +30,7 @@ func validateOutput(value string, allowed ...string) error {
 // is rendered from the state document only.
 func (s *session) renderPlan(doc *state.Document, dryRun bool) {
 	all := map[string][]state.Change{}
+	var incomplete []string
 	for _, name := range doc.Names() {
 		sec, _, err := doc.Section(name)
 		if err != nil {
@@ -38,6 +40,9 @@ func (s *session) renderPlan(doc *state.Document, dryRun bool) {
 		s.out.Header("%s (%s)", name, sec.Status)
 		s.out.Plan(name, sec.Plan)
 		all[name] = sec.Plan
+		if sec.Status != state.StatusPlanned && sec.Status != state.StatusSucceeded {
+			incomplete = append(incomplete, fmt.Sprintf("%s %s", name, sec.Status))
+		}
 		for _, m := range sec.Messages {
 			s.out.Info("%s", m)
 		}
@@ -49,6 +54,14 @@ func (s *session) renderPlan(doc *state.Document, dryRun bool) {
 		}
 	}
 	summary := s.out.Summary(all)
+	if len(incomplete) > 0 {
+		// Never claim the cluster matches when some part could not look.
+		summary = strings.TrimSuffix(summary, ".")
+		if strings.HasPrefix(summary, "Nothing to do") {
+			summary = "No changes found"
+		}
+		summary += "; incomplete: " + strings.Join(incomplete, ", ") + " (see above)."
+	}
 	if dryRun {
 		summary = "[dry-run] " + summary
 	}
