@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"net/netip"
@@ -122,7 +123,7 @@ func parseAllYAML(data []byte) (n int, err error) {
 			err = errYAMLPanic(r)
 		}
 	}()
-	dec := yaml.NewDecoder(strings.NewReader(string(data)))
+	dec := yaml.NewDecoder(bytes.NewReader(data))
 	for {
 		var doc yaml.Node
 		if err := dec.Decode(&doc); err != nil {

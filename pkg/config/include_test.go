@@ -103,6 +103,9 @@ func TestLoad_IncludeProblems(t *testing.T) {
 			config.LoadOptions{},
 			config.Problems{inCluster("include[0]", `include[0] "sub" is not a regular file`)},
 		},
+		{"the directory itself", only(openstackBase + "include: [.]\n"), config.LoadOptions{}, config.Problems{
+			inCluster("include[0]", `include[0] "." is not a regular file`),
+		}},
 		{"missing file", only(withSecrets), config.LoadOptions{}, config.Problems{
 			inCluster("include[0]", `include[0] "secrets.yaml" does not exist`),
 		}},

@@ -96,6 +96,9 @@ func (l *loader) readInclude(i int, name string, at *node, clusterReal string) (
 		full = filepath.Join(l.dir, name)
 	}
 	rel, err := filepath.Rel(l.dir, filepath.Clean(full))
+	if err == nil && rel == "." {
+		return fail("%q is not a regular file", name)
+	}
 	if err != nil || !filepath.IsLocal(rel) {
 		return fail("%q is outside the cluster directory", name)
 	}

@@ -51,8 +51,10 @@ type ExternalNetwork struct {
 
 // AddrRange is an inclusive IPv4 range written "start-end".
 type AddrRange struct {
+	// Start is the first address of the range.
 	Start netip.Addr
-	End   netip.Addr
+	// End is the last address of the range (Start <= End).
+	End netip.Addr
 }
 
 // IsValid reports whether the range is set.

@@ -12,6 +12,7 @@ const versionPattern = `^v?(\d+)\.(\d+)\.(\d+)((?:[-+][0-9A-Za-z.-]+)?)$`
 
 // Version is a parsed vMAJOR.MINOR.PATCH[-pre][+build] release.
 type Version struct {
+	// Major, Minor and Patch are the release numbers.
 	Major, Minor, Patch int
 	// Suffix is the prerelease/build suffix including its leading - or +.
 	Suffix string
