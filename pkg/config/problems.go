@@ -46,11 +46,16 @@ type Problems []Problem //nolint:errname // published API name, fixed before thi
 
 // Error renders one problem per line.
 func (p Problems) Error() string {
+	return strings.Join(p.Lines(), "\n")
+}
+
+// Lines returns one line per problem, as Error prints them.
+func (p Problems) Lines() []string {
 	lines := make([]string, len(p))
 	for i, pr := range p {
 		lines[i] = pr.String()
 	}
-	return strings.Join(lines, "\n")
+	return lines
 }
 
 // collector gathers problems and warnings during one load.

@@ -107,7 +107,7 @@ func (o *Options) Run(ctx context.Context, p Phase, action string) error {
 	if err != nil {
 		sec.Fail(err)
 		if problems, ok := errors.AsType[config.Problems](err); ok {
-			sec.Error.Problems = problemLines(problems)
+			sec.Error.Problems = problems.Lines()
 		}
 		if doc == nil {
 			doc = state.New("", action)
@@ -256,12 +256,4 @@ func blockedBy(doc *state.Document, name, action string) string {
 		}
 	}
 	return ""
-}
-
-func problemLines(ps config.Problems) []string {
-	lines := make([]string, 0, len(ps))
-	for _, p := range ps {
-		lines = append(lines, config.Problems{p}.Error())
-	}
-	return lines
 }

@@ -3,11 +3,10 @@ package plugin
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
-	"slices"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -233,18 +232,8 @@ func writeJSON(w io.Writer, v any) error {
 
 // problemLines turns a configuration load error into problem lines.
 func problemLines(err error) []string {
-	var ps config.Problems
-	if !asProblems(err, &ps) {
-		return []string{err.Error()}
+	if ps, ok := errors.AsType[config.Problems](err); ok {
+		return ps.Lines()
 	}
-	lines := make([]string, 0, len(ps))
-	for _, p := range ps {
-		line := config.Problems{p}.Error()
-		if line == "" {
-			parts := slices.DeleteFunc([]string{p.File, p.Path, p.Message}, func(s string) bool { return s == "" })
-			line = strings.Join(parts, ": ")
-		}
-		lines = append(lines, line)
-	}
-	return lines
+	return []string{err.Error()}
 }

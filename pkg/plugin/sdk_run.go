@@ -351,16 +351,3 @@ func fail(sec *state.Section, err error) error {
 	sec.Fail(err)
 	return &cli.ExitError{Code: cli.ExitFailure, Err: err}
 }
-
-// asProblems finds config.Problems (or a pointer to them) in err.
-func asProblems(err error, ps *config.Problems) bool {
-	if errors.As(err, ps) {
-		return true
-	}
-	var pp *config.Problems
-	if errors.As(err, &pp) && pp != nil {
-		*ps = *pp
-		return true
-	}
-	return false
-}
