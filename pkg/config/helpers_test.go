@@ -118,7 +118,7 @@ network:
 
 // writeDir writes files into a new temporary cluster directory. A value
 // "symlink:<target>" makes a symlink and "dir:" a directory.
-func writeDir(t *testing.T, files map[string]string) string {
+func writeDir(t testing.TB, files map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
 	for name, content := range files {
