@@ -118,13 +118,13 @@ network:
 
 // writeDir writes files into a new temporary cluster directory. A value
 // "symlink:<target>" makes a symlink and "dir:" a directory.
-func writeDir(t testing.TB, files map[string]string) string {
-	t.Helper()
-	dir := t.TempDir()
+func writeDir(tb testing.TB, files map[string]string) string {
+	tb.Helper()
+	dir := tb.TempDir()
 	for name, content := range files {
 		path := filepath.Join(dir, name)
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
+			tb.Fatal(err)
 		}
 		var err error
 		switch {
@@ -136,7 +136,7 @@ func writeDir(t testing.TB, files map[string]string) string {
 			err = os.WriteFile(path, []byte(content), 0o600)
 		}
 		if err != nil {
-			t.Fatal(err)
+			tb.Fatal(err)
 		}
 	}
 	return dir
