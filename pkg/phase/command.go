@@ -58,7 +58,7 @@ cluster.yaml (in -C DIR) and the JSON state document of earlier phases on stdin
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.PersistentFlags().StringVarP(&o.Dir, "dir", "C", ".", "cluster `DIR`ectory holding cluster.yaml")
+	root.PersistentFlags().StringVarP(&o.Dir, "dir", "C", ".", "the cluster directory `DIR`, holding cluster.yaml")
 	for _, a := range []struct{ name, short string }{
 		{ActionPlan, "Plan the phase: report what converge would change, changing nothing"},
 		{ActionConverge, "Make what the phase owns match cluster.yaml"},

@@ -194,7 +194,7 @@ for humans go to stderr. "%s describe" prints what the plugin is.
 		dir = v
 	}
 	f := root.PersistentFlags()
-	f.StringVarP(&o.dir, "dir", "C", dir, "cluster `DIR`ectory holding cluster.yaml")
+	f.StringVarP(&o.dir, "dir", "C", dir, "the cluster directory `DIR`, holding cluster.yaml")
 	f.BoolVar(&o.dryRun, "dry-run", false, "converge/destroy: only report what would change")
 	f.BoolVar(&o.yes, "yes", false, "destroy: the user already confirmed")
 	root.AddCommand(&cobra.Command{

@@ -30,7 +30,7 @@ then by plugins: any other tc-NAME executable on PATH.
 		RunE:        func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	root.SetVersionTemplate("talosc {{.Version}}\n")
-	root.PersistentFlags().StringVarP(&g.Dir, "dir", "C", ".", "cluster `DIR`ectory holding cluster.yaml")
+	root.PersistentFlags().StringVarP(&g.Dir, "dir", "C", ".", "the cluster directory `DIR`, holding cluster.yaml")
 	root.AddCommand(
 		newInitCommand(g, nil),
 		newRunCommand(g, actionPlan, nil),
