@@ -199,7 +199,7 @@ func TestLoad_StrictSections(t *testing.T) {
 		{
 			"no close key lists the valid ones", only(edit(t, openstackBase, set("talos.foo", "1"))),
 			config.LoadOptions{},
-			config.Problems{inCluster("talos.foo", "talos.foo is not a valid key (valid keys: version, extensions, config_patches, kubespan)")},
+			config.Problems{inCluster("talos.foo", "talos.foo is not a valid key (valid keys: version, extensions, config_patches, kubespan, cloud_controller_manager)")},
 		},
 		{
 			"tailscale key", only(edit(t, openstackBase, set("tailscale.authkey", "x"))),
@@ -399,4 +399,40 @@ func TestProblems_Error(t *testing.T) {
 	if got := p.Error(); got != want {
 		t.Errorf("Error() =\n%s\nwant\n%s", got, want)
 	}
+}
+
+func TestLoad_CloudControllerManager(t *testing.T) {
+	t.Parallel()
+	if c := mustLoad(t, openstackBase); c.Talos.CloudControllerManager {
+		t.Errorf("talos.cloud_controller_manager defaults to true, want false (off by default)")
+	}
+	if c := mustLoad(t, edit(t, proxmoxBase, set("talos.cloud_controller_manager", "true"))); !c.Talos.CloudControllerManager {
+		t.Errorf("talos.cloud_controller_manager: true loaded as false")
+	}
+	if c := mustLoad(t, edit(t, openstackBase, set("talos.cloud_controller_manager", "null"))); c.Talos.CloudControllerManager {
+		t.Errorf("talos.cloud_controller_manager: null loaded as true, want absent (false)")
+	}
+	runProblemCases(t, []problemCase{
+		{
+			"quoted true", only(edit(t, openstackBase, set("talos.cloud_controller_manager", `"true"`))),
+			config.LoadOptions{},
+			config.Problems{inCluster("talos.cloud_controller_manager",
+				`talos.cloud_controller_manager must be true or false, not the string "true" (remove the quotes)`)},
+		},
+		{
+			"number", only(edit(t, openstackBase, set("talos.cloud_controller_manager", "1"))),
+			config.LoadOptions{},
+			config.Problems{inCluster("talos.cloud_controller_manager", "talos.cloud_controller_manager must be true or false, not the number 1")},
+		},
+		{
+			"misspelled", only(edit(t, openstackBase, set("talos.cloud_controller_manger", "true"))),
+			config.LoadOptions{},
+			config.Problems{inCluster("talos.cloud_controller_manger", "talos.cloud_controller_manger is not a valid key; did you mean cloud_controller_manager?")},
+		},
+		{
+			"under kubernetes", only(edit(t, openstackBase, set("kubernetes.cloud_controller_manager", "true"))),
+			config.LoadOptions{},
+			config.Problems{inCluster("kubernetes.cloud_controller_manager", "kubernetes.cloud_controller_manager is not a valid key (valid keys: version)")},
+		},
+	})
 }

@@ -16,7 +16,7 @@ type Cluster struct {
 	// Tags are node labels for every node (values stringified).
 	Tags Labels `yaml:"tags,omitempty" jsonschema_description:"Node labels for every node; pool tags override them."`
 	// Talos pins the Talos release and its machine-config additions.
-	Talos Talos `yaml:"talos" jsonschema_description:"Talos release, extensions, patches and KubeSpan."`
+	Talos Talos `yaml:"talos" jsonschema_description:"Talos release, extensions, patches, KubeSpan and the Talos cloud controller manager."`
 	// Kubernetes pins the Kubernetes release.
 	Kubernetes Kubernetes `yaml:"kubernetes" jsonschema_description:"Kubernetes release."`
 	// ControlPlane is the single control-plane pool (Name "controlplane").
@@ -51,6 +51,15 @@ type Talos struct {
 	ConfigPatches Patches `yaml:"config_patches,omitempty" jsonschema_description:"Machine-config patches applied to every node, before pool patches."`
 	// KubeSpan enables KubeSpan (WireGuard mesh between nodes).
 	KubeSpan bool `yaml:"kubespan,omitempty" jsonschema_description:"Enable KubeSpan."`
+	// CloudControllerManager runs the Talos cloud controller manager
+	// (siderolabs/talos-cloud-controller-manager): kubelets register with
+	// --cloud-provider=external and control planes carry its pinned manifest
+	// inline. Off by default. It sits under talos, beside kubespan, because
+	// it is the Talos CCM (it reads node metadata through the Talos API) and
+	// because it is a machine-config switch; kubernetes holds only the
+	// release, and a provider's own CCM would belong to that provider's
+	// section.
+	CloudControllerManager bool `yaml:"cloud_controller_manager,omitempty" jsonschema_description:"Run the Talos cloud controller manager (nodes register with an external cloud provider; control planes carry its pinned manifest). Default false."`
 }
 
 // Kubernetes is the kubernetes section.

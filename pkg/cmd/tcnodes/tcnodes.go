@@ -14,7 +14,7 @@ import (
 
 // NewCommand returns the tc-nodes root command. runF replaces the run in tests.
 func NewCommand(s cli.Streams, runF func(context.Context, *phase.Options, string) error) *cobra.Command {
-	return phase.NewCommand(s, &phase.Model{
+	root := phase.NewCommand(s, &phase.Model{
 		PhaseName: phase.Nodes,
 		Desired:   func(c *config.Cluster) any { return desired(c) },
 		Unknown:   []string{"addresses", "kubeconfig"},
@@ -29,6 +29,8 @@ func NewCommand(s cli.Streams, runF func(context.Context, *phase.Options, string
 			return items, []string{"running versions and newest releases: not available in this talosc build"}
 		},
 	}, runF)
+	root.AddCommand(newConfigsCommand(s, nil))
+	return root
 }
 
 // Machine is one desired machine.

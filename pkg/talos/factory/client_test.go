@@ -58,7 +58,12 @@ func hangingServer(t *testing.T, before func(http.ResponseWriter)) *httptest.Ser
 		case <-done:
 		}
 	})
-	t.Cleanup(func() { close(done) })
+	t.Cleanup(func() {
+		// Release handlers blocked on a body the client never finished
+		// sending, so srv.Close (registered earlier, run later) cannot hang.
+		close(done)
+		srv.CloseClientConnections()
+	})
 	return srv
 }
 
