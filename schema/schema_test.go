@@ -1,13 +1,12 @@
 package schema_test
 
 import (
-	"bytes"
 	"encoding/json"
-	"os"
 	"testing"
 
 	"github.com/invopop/jsonschema"
 
+	"github.com/talosc/talosc/pkg/goldentest"
 	"github.com/talosc/talosc/pkg/state"
 	"github.com/talosc/talosc/schema"
 )
@@ -29,15 +28,9 @@ func stateSchema(t *testing.T) []byte {
 
 func TestStateSchemaGolden(t *testing.T) {
 	t.Parallel()
-	got := stateSchema(t)
-	if os.Getenv("UPDATE_GOLDEN") != "" {
-		if err := os.WriteFile("state.schema.json", got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Log("rewrote state.schema.json")
-	}
-	if !bytes.Equal(got, schema.State()) {
-		t.Fatalf("state.schema.json is stale; run UPDATE_GOLDEN=1 go test ./schema (and rebuild)")
+	goldentest.Assert(t, "state.schema.json", stateSchema(t))
+	if got := stateSchema(t); string(got) != string(schema.State()) {
+		t.Fatalf("the embedded state.schema.json is stale; rebuild after UPDATE_GOLDEN=1 go test ./schema")
 	}
 }
 

@@ -1,15 +1,14 @@
 package config_test
 
 import (
-	"bytes"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/talosc/talosc/pkg/config"
+	"github.com/talosc/talosc/pkg/goldentest"
 )
 
 // TestJSONSchema_Golden compares the generated schema with
@@ -21,23 +20,7 @@ func TestJSONSchema_Golden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join("..", "..", "schema", "cluster.schema.json")
-	want, err := os.ReadFile(path)
-	if os.Getenv("UPDATE_GOLDEN") != "" {
-		if !bytes.Equal(got, want) {
-			if err := os.WriteFile(path, got, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			t.Fatalf("rewrote %s; run the tests again", path)
-		}
-		return
-	}
-	if err != nil {
-		t.Fatalf("%v (run with UPDATE_GOLDEN=1 to create it)", err)
-	}
-	if d := cmp.Diff(string(want), string(got)); d != "" {
-		t.Errorf("%s is stale (-file +generated); run UPDATE_GOLDEN=1 go test ./pkg/config:\n%s", path, d)
-	}
+	goldentest.Assert(t, filepath.Join("..", "..", "schema", "cluster.schema.json"), got)
 }
 
 func TestJSONSchema_Shape(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/talosc/talosc/pkg/goldentest"
 	"github.com/talosc/talosc/pkg/state"
 	"github.com/talosc/talosc/pkg/ui"
 )
@@ -19,29 +20,10 @@ import (
 // ansiEscape matches any CSI escape sequence.
 var ansiEscape = regexp.MustCompile("\x1b\\[[0-9;:]*[A-Za-z]")
 
-// assertGolden compares got with testdata/name.golden. With UPDATE_GOLDEN set
-// it rewrites a differing file and still fails once, so an update is never
-// silent.
+// assertGolden compares got with testdata/name.golden.
 func assertGolden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	want, err := os.ReadFile(path)
-	if os.Getenv("UPDATE_GOLDEN") != "" {
-		if err == nil && string(want) == got {
-			return
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatalf("update golden: %v", err)
-		}
-		t.Errorf("updated %s; run the test again without UPDATE_GOLDEN", path)
-		return
-	}
-	if err != nil {
-		t.Fatalf("read golden (run with UPDATE_GOLDEN=1 to create it): %v", err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s mismatch (-want +got):\n%s", path, diff)
-	}
+	goldentest.Assert(t, filepath.Join("testdata", name+".golden"), []byte(got))
 }
 
 // plain returns a Printer whose output is plain text in a buffer.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/talosc/talosc/pkg/goldentest"
 	"github.com/talosc/talosc/pkg/talos/configdiff"
 )
 
@@ -41,29 +42,10 @@ func assertNoSecrets(t *testing.T, out string, secrets []string) {
 	}
 }
 
-// assertGolden compares got with testdata/name. With UPDATE_GOLDEN set it
-// rewrites a differing file and still fails once, so an update is never
-// silent.
+// assertGolden compares got with testdata/name.
 func assertGolden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	want, err := os.ReadFile(path)
-	if os.Getenv("UPDATE_GOLDEN") != "" {
-		if err == nil && string(want) == got {
-			return
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatalf("update golden: %v", err)
-		}
-		t.Errorf("updated %s; run the test again without UPDATE_GOLDEN", path)
-		return
-	}
-	if err != nil {
-		t.Fatalf("read golden (run with UPDATE_GOLDEN=1 to create it): %v", err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s mismatch (-want +got):\n%s", path, diff)
-	}
+	goldentest.Assert(t, filepath.Join("testdata", name), []byte(got))
 }
 
 func TestDiff_Golden(t *testing.T) {

@@ -11,11 +11,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/siderolabs/talos/pkg/machinery/config/generate/secrets"
 	"gopkg.in/yaml.v3"
 
 	"github.com/talosc/talosc/pkg/config"
+	"github.com/talosc/talosc/pkg/goldentest"
 	"github.com/talosc/talosc/pkg/talos/machineconfig"
 )
 
@@ -319,25 +319,8 @@ func legacyDoc(tb testing.TB, docs []map[string]any) map[string]any {
 	return ds[0]
 }
 
-// assertGolden compares got with testdata/name. UPDATE_GOLDEN=1 rewrites
-// a differing file and still fails once.
+// assertGolden compares got with testdata/name.
 func assertGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	want, err := os.ReadFile(path)
-	if os.Getenv("UPDATE_GOLDEN") != "" {
-		if !bytes.Equal(got, want) {
-			if err := os.WriteFile(path, got, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			t.Fatalf("rewrote %s; run the tests again", path)
-		}
-		return
-	}
-	if err != nil {
-		t.Fatalf("%v (run UPDATE_GOLDEN=1 go test ./pkg/talos/machineconfig to create it)", err)
-	}
-	if d := cmp.Diff(string(want), string(got)); d != "" {
-		t.Errorf("%s is stale (-file +generated); run UPDATE_GOLDEN=1 go test ./pkg/talos/machineconfig:\n%s", path, d)
-	}
+	goldentest.Assert(t, filepath.Join("testdata", name), got)
 }
