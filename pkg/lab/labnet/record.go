@@ -1,0 +1,110 @@
+package labnet
+
+import (
+	"maps"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Methods recorded for gRPC calls: reads (Version, lists, gets) and the rest.
+const (
+	MethodGRPCRead  = "grpc-read"
+	MethodGRPCWrite = "grpc"
+)
+
+// Call is one request a lab service answered.
+type Call struct {
+	Service  string        `json:"service"` // "nova", "proxmox", "talos", …
+	Method   string        `json:"method"`  // HTTP method, or MethodGRPCRead/MethodGRPCWrite
+	Path     string        `json:"path"`    // URL path, or the gRPC full method
+	Status   int           `json:"status"`  // HTTP status, or the gRPC code
+	Start    time.Time     `json:"start"`
+	Duration time.Duration `json:"duration"`
+}
+
+// Mutating reports whether the call could change state (anything but GET,
+// HEAD, OPTIONS, and gRPC methods the recorder was told are reads).
+func (c Call) Mutating() bool {
+	switch c.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, MethodGRPCRead:
+		return false
+	default:
+		return true
+	}
+}
+
+// Recorder keeps every call, in order. It is safe for concurrent use.
+type Recorder struct {
+	mu    sync.Mutex
+	calls []Call
+}
+
+// Record appends c.
+func (r *Recorder) Record(c Call) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls = append(r.calls, c)
+}
+
+// Calls returns a copy of every call so far.
+func (r *Recorder) Calls() []Call {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.calls)
+}
+
+// Reset forgets every call (between phases of a test).
+func (r *Recorder) Reset() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls = nil
+}
+
+// Mutations returns the calls that could change state.
+func (r *Recorder) Mutations() []Call {
+	return slices.DeleteFunc(r.Calls(), func(c Call) bool { return !c.Mutating() })
+}
+
+// Counts returns the number of calls per "service method path-kind", where
+// key normalises the path (for example by replacing IDs with {id}); nil keeps
+// paths as they are.
+func (r *Recorder) Counts(key func(Call) string) map[string]int {
+	if key == nil {
+		key = func(c Call) string { return c.Service + " " + c.Method + " " + c.Path }
+	}
+	out := map[string]int{}
+	for _, c := range r.Calls() {
+		out[key(c)]++
+	}
+	return out
+}
+
+// CriticalPath is the wall time from the first call's start to the last
+// call's end: what a benchmark compares talosc's own wall time with.
+func (r *Recorder) CriticalPath() time.Duration {
+	calls := r.Calls()
+	if len(calls) == 0 {
+		return 0
+	}
+	first, last := calls[0].Start, calls[0].Start.Add(calls[0].Duration)
+	for _, c := range calls {
+		if c.Start.Before(first) {
+			first = c.Start
+		}
+		if end := c.Start.Add(c.Duration); end.After(last) {
+			last = end
+		}
+	}
+	return last.Sub(first)
+}
+
+// Services lists the services that answered at least one call, sorted.
+func (r *Recorder) Services() []string {
+	set := map[string]bool{}
+	for _, c := range r.Calls() {
+		set[c.Service] = true
+	}
+	return slices.Sorted(maps.Keys(set))
+}
