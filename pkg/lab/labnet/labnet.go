@@ -10,7 +10,11 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"time"
 )
+
+// ReadHeaderTimeout bounds how long a lab server waits for request headers.
+const ReadHeaderTimeout = 10 * time.Second
 
 // ErrNotLoopback is returned for any address outside 127.0.0.0/8.
 var ErrNotLoopback = errors.New("the lab only uses loopback addresses (127.0.0.0/8)")

@@ -1,0 +1,97 @@
+package imagefactory_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/talosc/talosc/pkg/lab/imagefactory"
+	"github.com/talosc/talosc/pkg/lab/labnet"
+	"github.com/talosc/talosc/pkg/talos/factory"
+)
+
+func start(t *testing.T, knobs labnet.Knobs) *imagefactory.Factory {
+	t.Helper()
+	f, err := imagefactory.Start(t.Context(), imagefactory.Options{Versions: []string{"v1.13.8", "v1.14.1"}, Injector: labnet.NewInjector(knobs)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = f.Close() })
+	return f
+}
+
+func TestFactoryServesWhatTalosAsksFor(t *testing.T) {
+	t.Parallel()
+	f := start(t, labnet.Knobs{})
+	c, err := factory.New(f.URL, factory.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := c.CreateSchematic(t.Context(), factory.BaseSchematic())
+	if err != nil {
+		t.Fatal(err)
+	}
+	exts, ok := f.Extensions(id)
+	if diff := cmp.Diff([]string{factory.ExtensionQEMUGuestAgent, factory.ExtensionTailscale}, exts); !ok || diff != "" {
+		t.Fatalf("Extensions(%s) (-want +got):\n%s", id, diff)
+	}
+	versions, err := c.Versions(t.Context())
+	if err != nil || len(versions) != 2 {
+		t.Fatalf("Versions = %v, %v", versions, err)
+	}
+	var a, b bytes.Buffer
+	if _, _, err := c.Download(t.Context(), id, "v1.13.8", factory.ArtifactNoCloudISO, &a, 4096, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.Download(t.Context(), id, "v1.13.8", factory.ArtifactNoCloudISO, &b, -1, ""); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a.Bytes(), b.Bytes()) || !strings.Contains(a.String(), "artifact: nocloud-amd64.iso") {
+		t.Fatalf("artifacts are not deterministic or do not say what they are")
+	}
+	// An unknown version or schematic is a 404, as on the real factory for
+	// schematics it has never seen.
+	if _, _, err := c.Download(t.Context(), id, "v9.9.9", factory.ArtifactNoCloudISO, io.Discard, -1, ""); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Fatalf("unknown version: %v", err)
+	}
+	if got := f.Recorder().Counts(nil)["imagefactory POST /schematics"]; got != 1 {
+		t.Fatalf("recorded %d schematic creations", got)
+	}
+}
+
+func TestFactoryFaults(t *testing.T) {
+	t.Parallel()
+	f := start(t, labnet.Knobs{Faults: []labnet.Fault{{Service: imagefactory.Service, Method: http.MethodGet, PathPrefix: "/versions", Nth: 1, Status: http.StatusBadGateway}}})
+	c, err := factory.New(f.URL, factory.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Versions(t.Context()); err == nil || !strings.Contains(err.Error(), "502") {
+		t.Fatalf("first call: %v, want the injected 502", err)
+	}
+	if _, err := c.Versions(t.Context()); err != nil {
+		t.Fatalf("second call: %v", err)
+	}
+}
+
+func TestFactoryStopsWithItsContext(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(t.Context())
+	f, err := imagefactory.Start(ctx, imagefactory.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	c, _ := factory.New(f.URL, factory.Options{})
+	for range 100 {
+		if _, err := c.Versions(t.Context()); err != nil {
+			return
+		}
+	}
+	t.Fatal("the factory still answers after its context ended")
+}
