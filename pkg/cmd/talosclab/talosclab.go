@@ -1,0 +1,193 @@
+// Package talosclab is the talosc-lab command: it starts the lab (simulated
+// clouds, Image Factory, Talos nodes, Kubernetes API) on loopback, writes a
+// ready cluster directory, and reports what the lab has seen.
+package talosclab
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/talosc/talosc/pkg/cli"
+	"github.com/talosc/talosc/pkg/lab"
+	"github.com/talosc/talosc/pkg/lab/labnet"
+	"github.com/talosc/talosc/pkg/version"
+)
+
+// StateFile is written into the cluster directory while a lab runs: where
+// its control API is.
+const StateFile = ".talosc-lab.json"
+
+// runState is the content of StateFile.
+type runState struct {
+	Control  string         `json:"control"`
+	PID      int            `json:"pid"`
+	Services []lab.Endpoint `json:"services"`
+}
+
+// NewCommand returns the talosc-lab root command.
+func NewCommand(s cli.Streams) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "talosc-lab",
+		Short: "Run a whole cloud for talosc on loopback: OpenStack or Proxmox, Image Factory, Talos nodes, Kubernetes",
+		Long: `talosc-lab simulates everything talosc talks to, bound only to 127.0.0.0/8, so
+talosc can be tried and tested without a cloud. "talosc-lab up" starts it and
+writes a cluster directory pointing at it; "talosc-lab status" shows what it
+has seen.
+
+` + cli.ExitCodesHelp,
+		Version:       version.Version(),
+		Args:          cobra.NoArgs,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE:          func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	root.AddCommand(newUpCommand(s), newStatusCommand(s))
+	return root
+}
+
+// UpOptions configures "talosc-lab up".
+type UpOptions struct {
+	Dir       string
+	Provider  string
+	NodesBoot time.Duration
+	Seed      uint64
+	Latency   time.Duration
+	ErrorRate float64
+}
+
+func newUpCommand(s cli.Streams) *cobra.Command {
+	o := &UpOptions{}
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Start the lab and serve until interrupted",
+		Example: `  # Start a lab OpenStack and a cluster directory for it in ./lab
+  talosc-lab up --provider openstack -C lab`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.Provider != "openstack" && o.Provider != "proxmox" {
+				return cli.Usagef("--provider %q: choose openstack or proxmox", o.Provider)
+			}
+			if o.ErrorRate < 0 || o.ErrorRate > 1 {
+				return cli.Usagef("--error-rate %v: must be between 0 and 1", o.ErrorRate)
+			}
+			return o.Run(cmd.Context(), s)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&o.Dir, "dir", "C", "lab", "write the cluster directory to `DIR`")
+	f.StringVar(&o.Provider, "provider", "openstack", "the cloud to simulate: openstack or proxmox")
+	f.DurationVar(&o.NodesBoot, "nodes-boot", 2*time.Second, "how long a simulated node takes to boot")
+	f.Uint64Var(&o.Seed, "seed", 1, "seed of the random faults (replay a run with the same seed)")
+	f.DurationVar(&o.Latency, "latency", 0, "latency added to every request")
+	f.Float64Var(&o.ErrorRate, "error-rate", 0, "probability (0..1) that a request fails with 503")
+	return cmd
+}
+
+// Run starts the lab, writes the state file, and serves until ctx ends.
+func (o *UpOptions) Run(ctx context.Context, s cli.Streams) error {
+	start := time.Now()
+	l, err := lab.Start(ctx, lab.Options{
+		Provider:  o.Provider,
+		NodesBoot: o.NodesBoot,
+		Knobs:     labnet.Knobs{Seed: o.Seed, Latency: o.Latency, ErrorRate: o.ErrorRate},
+	})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = l.Close() }()
+	ln, err := labnet.Listen(ctx, "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	control := &http.Server{Handler: l.ControlHandler(), ReadHeaderTimeout: labnet.ReadHeaderTimeout}
+	go func() { _ = control.Serve(ln) }()
+	defer func() { _ = control.Close() }()
+	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", o.Dir, err)
+	}
+	st := runState{Control: "http://" + ln.Addr().String(), PID: os.Getpid(), Services: l.Services()}
+	data, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return err
+	}
+	statePath := filepath.Join(o.Dir, StateFile)
+	if err := os.WriteFile(statePath, append(data, '\n'), 0o600); err != nil {
+		return fmt.Errorf("write %s: %w", statePath, err)
+	}
+	defer func() { _ = os.Remove(statePath) }()
+	for _, e := range l.Services() {
+		fmt.Fprintf(s.ErrOut, "%-14s %s\n", e.Name, e.URL)
+	}
+	fmt.Fprintf(s.ErrOut, "%-14s %s\n", "control", st.Control)
+	fmt.Fprintf(s.ErrOut, "talosc-lab: ready in %s (provider %s, cluster directory %s); Ctrl-C stops it\n", time.Since(start).Round(time.Millisecond), o.Provider, o.Dir)
+	<-ctx.Done()
+	fmt.Fprintln(s.ErrOut, "talosc-lab: stopping")
+	return nil
+}
+
+func newStatusCommand(s cli.Streams) *cobra.Command {
+	var dir, output string
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show what the running lab serves and the calls it has answered",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if output != "text" && output != "json" {
+				return cli.Usagef("--output %q: choose text or json", output)
+			}
+			return runStatus(cmd.Context(), s, dir, output)
+		},
+	}
+	cmd.Flags().StringVarP(&dir, "dir", "C", "lab", "the lab's cluster `DIR`ectory")
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
+	return cmd
+}
+
+func runStatus(ctx context.Context, s cli.Streams, dir, output string) error {
+	data, err := os.ReadFile(filepath.Join(dir, StateFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return &cli.ExitError{Code: cli.ExitFailure, Err: fmt.Errorf("no lab runs for %s (start one with \"talosc-lab up -C %s\")", dir, dir)}
+	}
+	if err != nil {
+		return err
+	}
+	var st runState
+	if err := json.Unmarshal(data, &st); err != nil {
+		return fmt.Errorf("%s: %w", StateFile, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, st.Control+"/status", nil)
+	if err != nil {
+		return err
+	}
+	client := &http.Client{Transport: &http.Transport{DialContext: labnet.Dialer().DialContext}}
+	resp, err := client.Do(req)
+	if err != nil {
+		return &cli.ExitError{Code: cli.ExitFailure, Err: fmt.Errorf("the lab of %s does not answer (stale %s?): %w", dir, StateFile, err)}
+	}
+	defer func() { _ = resp.Body.Close() }()
+	var status lab.Status
+	if err := json.NewDecoder(resp.Body).Decode(&status); err != nil {
+		return fmt.Errorf("lab status: %w", err)
+	}
+	if output == "json" {
+		enc := json.NewEncoder(s.Out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(status)
+	}
+	fmt.Fprintf(s.Out, "provider: %s\nuptime: %s\ncalls: %d (%d mutating), critical path %s\n", status.Provider, status.Uptime, status.Calls, status.Mutations, status.CriticalPath)
+	for _, e := range status.Services {
+		fmt.Fprintf(s.Out, "  %-14s %-28s %d calls\n", e.Name, e.URL, status.CallsBy[e.Name])
+	}
+	return nil
+}

@@ -1,0 +1,158 @@
+// Package lab composes talosc-lab: the simulated clouds, the Image Factory,
+// the Talos nodes and the Kubernetes API, all on loopback, sharing one call
+// recorder and one set of fault knobs. Tests start it in-process; users
+// start it with the talosc-lab command.
+package lab
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/talosc/talosc/pkg/lab/imagefactory"
+	"github.com/talosc/talosc/pkg/lab/labnet"
+)
+
+// Talos versions the lab's Image Factory lists by default.
+const (
+	DefaultTalosVersion = "v1.13.8"
+	NewestTalosVersion  = "v1.14.1"
+)
+
+// Options configure a Lab.
+type Options struct {
+	// Provider is "openstack" or "proxmox": the cloud the lab simulates.
+	Provider string
+	// NodesBoot is how long a simulated node takes to boot.
+	NodesBoot time.Duration
+	// Knobs are the fault knobs (latency, error rates, hangs, scripted faults).
+	Knobs labnet.Knobs
+	// TalosVersions are what the Image Factory lists.
+	TalosVersions []string
+}
+
+// Endpoint is one service the lab runs.
+type Endpoint struct {
+	Name string `json:"name"`
+	URL  string `json:"url"`
+}
+
+// Lab is a running lab.
+type Lab struct {
+	opts     Options
+	rec      *labnet.Recorder
+	inj      *labnet.Injector
+	started  time.Time
+	mu       sync.Mutex
+	services []Endpoint
+	closers  []func() error
+	// Factory is the Image Factory.
+	Factory *imagefactory.Factory
+}
+
+// Start starts every service of the lab.
+func Start(ctx context.Context, o Options) (*Lab, error) {
+	if len(o.TalosVersions) == 0 {
+		o.TalosVersions = []string{DefaultTalosVersion, NewestTalosVersion}
+	}
+	l := &Lab{opts: o, rec: &labnet.Recorder{}, inj: labnet.NewInjector(o.Knobs), started: time.Now()}
+	f, err := imagefactory.Start(ctx, imagefactory.Options{Versions: o.TalosVersions, Injector: l.inj, Recorder: l.rec})
+	if err != nil {
+		return nil, errors.Join(err, l.Close())
+	}
+	l.Factory = f
+	l.add(Endpoint{Name: imagefactory.Service, URL: f.URL}, f.Close)
+	return l, nil
+}
+
+func (l *Lab) add(e Endpoint, closeFn func() error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.services = append(l.services, e)
+	l.closers = append(l.closers, closeFn)
+}
+
+// Close stops every service, in reverse start order.
+func (l *Lab) Close() error {
+	l.mu.Lock()
+	closers := slices.Clone(l.closers)
+	l.closers = nil
+	l.mu.Unlock()
+	var errs []error
+	for _, c := range slices.Backward(closers) {
+		errs = append(errs, c())
+	}
+	return errors.Join(errs...)
+}
+
+// Recorder returns the recorder shared by every service.
+func (l *Lab) Recorder() *labnet.Recorder { return l.rec }
+
+// Injector returns the fault injector shared by every service.
+func (l *Lab) Injector() *labnet.Injector { return l.inj }
+
+// Services lists what runs where.
+func (l *Lab) Services() []Endpoint {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.services)
+}
+
+// Status is what "talosc-lab status" shows.
+type Status struct {
+	Provider     string         `json:"provider"`
+	Uptime       string         `json:"uptime"`
+	Services     []Endpoint     `json:"services"`
+	Calls        int            `json:"calls"`
+	Mutations    int            `json:"mutations"`
+	CallsBy      map[string]int `json:"callsByService"`
+	CriticalPath string         `json:"criticalPath"`
+}
+
+// Status reports the lab's services and call counts.
+func (l *Lab) Status() Status {
+	calls := l.rec.Calls()
+	by := map[string]int{}
+	for _, c := range calls {
+		by[c.Service]++
+	}
+	return Status{
+		Provider:     l.opts.Provider,
+		Uptime:       time.Since(l.started).Round(time.Second).String(),
+		Services:     l.Services(),
+		Calls:        len(calls),
+		Mutations:    len(l.rec.Mutations()),
+		CallsBy:      by,
+		CriticalPath: l.rec.CriticalPath().String(),
+	}
+}
+
+// ControlHandler serves the lab's control API: GET /status, GET /calls,
+// PUT /knobs (JSON labnet.Knobs).
+func (l *Lab) ControlHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, l.Status()) })
+	mux.HandleFunc("GET /calls", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, l.rec.Calls()) })
+	mux.HandleFunc("PUT /knobs", func(w http.ResponseWriter, r *http.Request) {
+		var k labnet.Knobs
+		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&k); err != nil {
+			http.Error(w, fmt.Sprintf("knobs: %v", err), http.StatusBadRequest)
+			return
+		}
+		l.inj.Set(k)
+		w.WriteHeader(http.StatusNoContent)
+	})
+	return mux
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
