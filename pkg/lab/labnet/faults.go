@@ -107,20 +107,28 @@ func Middleware(service string, inj *Injector, rec *Recorder, next http.Handler)
 			select {
 			case <-time.After(d.Delay):
 			case <-r.Context().Done():
-				sw.status = 499
-				return
+				abandoned(sw)
 			}
 		}
 		switch {
 		case d.Hang:
 			<-r.Context().Done()
-			sw.status = 499
+			abandoned(sw)
 		case d.Status != 0:
 			http.Error(sw, "injected fault", d.Status)
 		default:
 			next.ServeHTTP(sw, r)
 		}
 	})
+}
+
+// abandoned ends a request whose client gave up without any answer: the
+// connection is dropped (http.ErrAbortHandler), so a client racing its own
+// deadline can never read an empty 200 as success. The deferred recorder
+// still records it, as 499 (nginx's "client closed request").
+func abandoned(sw *statusWriter) {
+	sw.status = 499
+	panic(http.ErrAbortHandler)
 }
 
 type statusWriter struct {
@@ -132,6 +140,10 @@ func (w *statusWriter) WriteHeader(code int) {
 	w.status = code
 	w.ResponseWriter.WriteHeader(code)
 }
+
+// Unwrap lets http.ResponseController reach the underlying writer
+// (hijacking for exec/port-forward, deadlines).
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // Flush lets streaming handlers flush through the recorder.
 func (w *statusWriter) Flush() {

@@ -1,0 +1,56 @@
+// Package kubeapi is talosc-lab's Kubernetes: a real kube-apiserver
+// (k8s.io/kubernetes v1.35.4 with an embedded etcd, built from the nested
+// module lab/kube-apiserver) serving a cluster's API VIP on loopback, plus
+// the little a cluster without kubelets needs to look alive.
+//
+// Start execs the helper binary (see Binary: $TALOSC_KUBE_APISERVER, else
+// bin/kube-apiserver, else a lazy build) with a data dir of its own, and
+// serves Options.Address (the VIP, e.g. 127.x.y.z:6443) through a front door
+// in this process:
+//
+//	client ──TLS──▶ front door (VIP:6443, labnet faults + recorder)
+//	                    │  client cert verified against the cluster CA →
+//	                    │  X-Remote-User/Group + front-proxy certificate;
+//	                    │  tokens and anonymous calls pass through
+//	                    ▼
+//	              kube-apiserver (VIP:free port) ── etcd (VIP:2 free ports)
+//
+// The apiserver trusts the cluster's Kubernetes CA from the machine config
+// (--client-ca-file) and serves a certificate signed by it, so the kubeconfig
+// Talos's Kubeconfig RPC returns (a client certificate with O=system:masters
+// from that CA) works unchanged, through the front door or straight at the
+// apiserver. The front door uses the apiserver's request-header
+// authentication, as Talos's aggregator front proxy does. The lab's own
+// calls (node registration, the kubelet loop) use a static admin token
+// straight at the apiserver, so they are neither recorded nor given faults.
+//
+// Server.RegisterNode, SetReady and DeleteNode create and update Node
+// objects as a kubelet (and the node lifecycle controller and pod garbage
+// collector) would; they are marked with LabNodeAnnotation, as KWOK marks its
+// nodes. A loop plays the kubelet of those nodes: pods bound to a Ready lab
+// node become Running (with host and pod IPs and container statuses), and
+// graceful deletions of their pods finish after Options.PodTerminationDelay,
+// so evictions and drains complete.
+//
+// Not simulated (a real apiserver with no other control-plane component):
+//   - no kube-controller-manager: no Deployments → ReplicaSets → Pods, no
+//     garbage collection of ownerReferences, namespaces stay Terminating, no
+//     "default" ServiceAccounts (the ServiceAccount admission plugin is off),
+//     no PodDisruptionBudget status (a fixture must write it, or evictions
+//     under a PDB get 429 and client-go retries them), no node lifecycle
+//     (nothing marks a silent node NotReady; SetReady does it), no CSR
+//     approval, no endpoints/EndpointSlices;
+//   - no scheduler: a pod needs spec.nodeName to run;
+//   - kubelets: no containers, logs, exec, attach or port-forward, no node
+//     Leases or heartbeats, no static/mirror pods (the control plane's own
+//     pods do not appear in kube-system), no CNI, CoreDNS or kube-proxy;
+//     pods never finish on their own, readiness probes are not run;
+//   - Talos's own control-plane configuration beyond what matters here:
+//     admission plugins and pod security defaults, audit policy, encryption
+//     at rest, the aggregator's APIServices, the service-account issuer URL
+//     (https://kubernetes.default.svc.cluster.local here);
+//   - the front door answers an untrusted client certificate with 401 itself
+//     (the apiserver would too, unless a valid token came along, which the
+//     front door forwards); upgrade requests (exec, port-forward) are
+//     recorded but get no faults.
+package kubeapi

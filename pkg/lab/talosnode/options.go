@@ -1,0 +1,182 @@
+package talosnode
+
+import (
+	"context"
+	"net/netip"
+	"net/url"
+	"time"
+
+	"github.com/talosc/talosc/pkg/lab/labnet"
+)
+
+// ServiceName is the labnet service name of every Talos API call.
+const ServiceName = "talos"
+
+// Timing is how long simulated work takes. Zero fields take the defaults
+// (DefaultTiming); tests use milliseconds.
+type Timing struct {
+	// Boot is power-on to apid listening.
+	Boot time.Duration
+	// Services is apid listening to the CRI being up: Bootstrap answers
+	// "bootstrap is not available yet" until then.
+	Services time.Duration
+	// EtcdJoin is how long a control plane takes from adding itself to the
+	// etcd member list to running as a started, voting member.
+	EtcdJoin time.Duration
+	// RebootDown is how long apid stays down during a reboot.
+	RebootDown time.Duration
+	// Install is how long an upgrade spends installing before its reboot.
+	Install time.Duration
+	// Reset is how long a reset spends wiping before the node stops.
+	Reset time.Duration
+	// HealthPoll is the polling interval of the server-side health checks.
+	HealthPoll time.Duration
+}
+
+// DefaultTiming is a lab that feels like a fast cloud.
+func DefaultTiming() Timing {
+	return Timing{
+		Boot:       2 * time.Second,
+		Services:   500 * time.Millisecond,
+		EtcdJoin:   500 * time.Millisecond,
+		RebootDown: 2 * time.Second,
+		Install:    time.Second,
+		Reset:      500 * time.Millisecond,
+		HealthPoll: 200 * time.Millisecond,
+	}
+}
+
+// withDefaults fills zero fields from DefaultTiming.
+func (t Timing) withDefaults() Timing {
+	d := DefaultTiming()
+	fill := func(v *time.Duration, def time.Duration) {
+		if *v == 0 {
+			*v = def
+		}
+	}
+	fill(&t.Boot, d.Boot)
+	fill(&t.Services, d.Services)
+	fill(&t.EtcdJoin, d.EtcdJoin)
+	fill(&t.RebootDown, d.RebootDown)
+	fill(&t.Install, d.Install)
+	fill(&t.Reset, d.Reset)
+	fill(&t.HealthPoll, d.HealthPoll)
+	return t
+}
+
+// Knobs are a node's scripted faults. The zero value is a healthy node.
+type Knobs struct {
+	// NeverBoots keeps apid down forever: the VM runs, Talos never answers.
+	NeverBoots bool `json:"neverBoots,omitempty"`
+	// ResetFails makes the reset sequence fail with this message after the
+	// API accepted it: the node keeps running, unwiped, still an etcd
+	// member (what a failing graceful reset looks like from outside).
+	ResetFails string `json:"resetFails,omitempty"`
+	// RebootDown overrides Timing.RebootDown for this node: apid stays down
+	// this long after every reboot.
+	RebootDown time.Duration `json:"rebootDown,omitempty"`
+	// NeverLeavesEtcd makes every etcd leave of this node a silent no-op:
+	// a graceful reset or EtcdLeaveCluster succeeds but the member stays in
+	// the list (the node is wiped anyway).
+	NeverLeavesEtcd bool `json:"neverLeavesEtcd,omitempty"`
+	// EtcdNeverStarts leaves this control plane's etcd member added but
+	// never started: it is listed with an empty name (etcd's "unstarted"
+	// member) and counts towards the quorum size without being up.
+	EtcdNeverStarts bool `json:"etcdNeverStarts,omitempty"`
+}
+
+// Extension is one system extension an installer image carries.
+type Extension struct {
+	// Name is the official name ("siderolabs/qemu-guest-agent").
+	Name string
+	// Version is the extension's version; empty uses the Talos version.
+	Version string
+}
+
+// SchematicLookup resolves an Image Factory schematic id to the system
+// extensions it installs; ok is false for a schematic the factory does not
+// know (an upgrade to it fails like a failed image pull).
+type SchematicLookup func(id string) (exts []Extension, ok bool)
+
+// NodeInfo is what the health check knows of a node.
+type NodeInfo struct {
+	// Hostname is the node's hostname.
+	Hostname string
+	// Address is its internal IP.
+	Address netip.Addr
+	// ControlPlane reports a control plane.
+	ControlPlane bool
+}
+
+// KubeAPI is the cluster's Kubernetes API as Talos's server-side health
+// check sees it. The lab plugs in the real kube-apiserver; nil skips the
+// Kubernetes conditions.
+type KubeAPI interface {
+	// Check evaluates one Kubernetes condition of the health check, named
+	// as Talos names it ("all k8s nodes to report ready", "coredns to report
+	// ready", …, see KubernetesChecks), for the nodes the check expects. It
+	// returns nil once the condition holds.
+	Check(ctx context.Context, condition string, nodes []NodeInfo) error
+}
+
+// BootstrapInfo is handed to Options.OnBootstrap when a cluster's etcd is
+// bootstrapped: what the lab needs to start the cluster's kube-apiserver.
+type BootstrapInfo struct {
+	// ClusterName is the Kubernetes cluster name.
+	ClusterName string
+	// Endpoint is the cluster endpoint (https://<vip>:6443).
+	Endpoint *url.URL
+	// CACert and CAKey are the Kubernetes CA (PEM) from the machine config:
+	// the API server's client CA and the signer of admin kubeconfigs.
+	CACert, CAKey []byte
+	// Cluster is the simulated cluster.
+	Cluster *Cluster
+}
+
+// EventKind says what happened to a node.
+type EventKind string
+
+// Node events.
+const (
+	// EventBooted: apid came up with the node's configuration.
+	EventBooted EventKind = "booted"
+	// EventDown: the node went down (reboot, shutdown, upgrade reboot).
+	EventDown EventKind = "down"
+	// EventReset: the node was wiped.
+	EventReset EventKind = "reset"
+	// EventConfig: a configuration was applied without a reboot.
+	EventConfig EventKind = "config"
+)
+
+// Event is a node state change, for the lab's Kubernetes side (Node
+// objects, the kubelet).
+type Event struct {
+	Kind EventKind
+	// Node is the node's state after the change.
+	Node NodeStatus
+}
+
+// Options configure a Fleet.
+type Options struct {
+	// Recorder records every call; nil records nothing.
+	Recorder *labnet.Recorder
+	// Injector injects API faults; nil injects none.
+	Injector *labnet.Injector
+	// Timing is how long simulated work takes.
+	Timing Timing
+	// Port is apid's port; 0 means 50000.
+	Port int
+	// Schematics resolves installer schematics to extensions; nil knows
+	// every schematic and no extension. It is called with the fleet's lock
+	// held: it must not call back into the fleet.
+	Schematics SchematicLookup
+	// OnBootstrap is called (in its own goroutine, which Fleet.Close waits
+	// for) when a cluster's etcd is bootstrapped.
+	OnBootstrap func(BootstrapInfo)
+	// KubeAPI returns a cluster's Kubernetes API for the health check
+	// (called once per cluster, on the first health check); nil skips the
+	// Kubernetes conditions.
+	KubeAPI func(*Cluster) KubeAPI
+	// OnEvent is called (synchronously, keep it short) on node changes.
+	OnEvent func(Event)
+}

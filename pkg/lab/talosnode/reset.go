@@ -1,0 +1,92 @@
+package talosnode
+
+import (
+	"context"
+	"errors"
+
+	"github.com/siderolabs/talos/pkg/machinery/api/machine"
+	"github.com/siderolabs/talos/pkg/machinery/resources/runtime"
+)
+
+// Reset wipes the node in the background, as machined's reset sequence
+// does: a graceful reset of a control plane first leaves etcd (a failure
+// aborts the reset and the node keeps running); then the disks are wiped
+// and the node halts, or reboots into maintenance mode.
+func (s *machineServer) Reset(_ context.Context, in *machine.ResetRequest) (*machine.ResetResponse, error) {
+	n := s.node
+	if len(in.GetUserDisksToWipe()) > 0 && in.GetMode() == machine.ResetRequest_SYSTEM_DISK {
+		return nil, errors.New("reset failed: invalid input, wipe mode SYSTEM_DISK doesn't support UserDisksToWipe parameter")
+	}
+	f := n.fleet
+	f.mu.Lock()
+	g := n.gen
+	n.stage = runtime.MachineStageResetting
+	f.mu.Unlock()
+	n.syncResources()
+	graceful, reboot := in.GetGraceful(), in.GetReboot()
+	f.after(0, func() { n.resetSequence(g, graceful, reboot) })
+	return &machine.ResetResponse{Messages: []*machine.Reset{{ActorId: actorID()}}}, nil
+}
+
+// resetSequence runs the reset of boot generation g.
+func (n *Node) resetSequence(g uint64, graceful, reboot bool) {
+	f := n.fleet
+	f.mu.Lock()
+	if n.gen != g {
+		f.mu.Unlock()
+		return
+	}
+	leave := graceful && n.cfg != nil && n.cfg.controlPlane() && n.etcdData
+	failure := n.knobs.ResetFails
+	f.mu.Unlock()
+
+	var err error
+	if leave {
+		err = n.leaveEtcd()
+	}
+	if err == nil && failure != "" {
+		err = errors.New(failure)
+	}
+	if err != nil {
+		// the sequence failed: the node keeps running, unwiped
+		f.mu.Lock()
+		if n.gen == g {
+			n.stage = runtime.MachineStageRunning
+			n.lastResetError = err
+		}
+		f.mu.Unlock()
+		n.syncResources()
+		return
+	}
+	f.after(f.timing.Reset, func() { n.wipe(g, reboot) })
+}
+
+// wipe erases the node: no configuration, no etcd data, gone from
+// discovery; then it halts or boots into maintenance mode.
+func (n *Node) wipe(g uint64, reboot bool) {
+	f := n.fleet
+	f.mu.Lock()
+	if n.gen != g {
+		f.mu.Unlock()
+		return
+	}
+	before := n.statusLocked()
+	c := n.cluster
+	if c != nil {
+		c.forget(n)
+	}
+	n.cfg, n.staged, n.pending = nil, nil, nil
+	n.etcdData, n.etcdMember = false, nil
+	n.down(runtime.MachineStageResetting)
+	if !reboot {
+		n.powered, n.stage = false, runtime.MachineStageUnknown
+	}
+	ng, wait := n.gen, n.rebootDown()
+	f.mu.Unlock()
+	n.stopAPI()
+	f.emitStatus(EventReset, before)
+	n.changed(c)
+	if reboot {
+		f.after(wait, func() { n.bootDone(ng) })
+	}
+}
