@@ -10,12 +10,22 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/talosc/talosc/pkg/lab/imagefactory"
+	"github.com/talosc/talosc/pkg/lab/kubeapi"
 	"github.com/talosc/talosc/pkg/lab/labnet"
+	"github.com/talosc/talosc/pkg/lab/openstack"
+	"github.com/talosc/talosc/pkg/lab/talosnode"
+)
+
+// Providers the lab simulates.
+const (
+	ProviderOpenStack = "openstack"
+	ProviderProxmox   = "proxmox"
 )
 
 // Talos versions the lab's Image Factory lists by default.
@@ -34,6 +44,11 @@ type Options struct {
 	Knobs labnet.Knobs
 	// TalosVersions are what the Image Factory lists.
 	TalosVersions []string
+	// DataDir holds the Kubernetes APIs' data; "" means a new temporary
+	// directory removed by Close.
+	DataDir string
+	// Logf receives the lab's own messages; nil discards them.
+	Logf func(format string, args ...any)
 }
 
 // Endpoint is one service the lab runs.
@@ -45,6 +60,13 @@ type Endpoint struct {
 // Lab is a running lab.
 type Lab struct {
 	opts     Options
+	ctx      context.Context
+	cancel   context.CancelFunc
+	dataDir  string
+	logf     func(format string, args ...any)
+	nat      *nat
+	fleet    *talosnode.Fleet
+	kube     *kubernetes
 	rec      *labnet.Recorder
 	inj      *labnet.Injector
 	started  time.Time
@@ -53,6 +75,8 @@ type Lab struct {
 	closers  []func() error
 	// Factory is the Image Factory.
 	Factory *imagefactory.Factory
+	// OpenStack is the simulated OpenStack (provider "openstack").
+	OpenStack *openstack.Cloud
 }
 
 // Start starts every service of the lab.
@@ -60,14 +84,64 @@ func Start(ctx context.Context, o Options) (*Lab, error) {
 	if len(o.TalosVersions) == 0 {
 		o.TalosVersions = []string{DefaultTalosVersion, NewestTalosVersion}
 	}
-	l := &Lab{opts: o, rec: &labnet.Recorder{}, inj: labnet.NewInjector(o.Knobs), started: time.Now()}
-	f, err := imagefactory.Start(ctx, imagefactory.Options{Versions: o.TalosVersions, Injector: l.inj, Recorder: l.rec})
-	if err != nil {
+	l := &Lab{opts: o, rec: &labnet.Recorder{}, inj: labnet.NewInjector(o.Knobs), started: time.Now(), nat: newNAT(), logf: o.Logf}
+	if l.logf == nil {
+		l.logf = func(string, ...any) {}
+	}
+	l.ctx, l.cancel = context.WithCancel(ctx)
+	l.closers = append(l.closers, func() error { l.cancel(); return nil }, l.nat.close)
+	if err := l.start(o); err != nil {
 		return nil, errors.Join(err, l.Close())
+	}
+	return l, nil
+}
+
+func (l *Lab) start(o Options) error {
+	l.dataDir = o.DataDir
+	if l.dataDir == "" {
+		dir, err := os.MkdirTemp("", "talosc-lab-")
+		if err != nil {
+			return fmt.Errorf("lab data directory: %w", err)
+		}
+		l.dataDir = dir
+		l.closers = append(l.closers, func() error { return os.RemoveAll(dir) })
+	}
+	f, err := imagefactory.Start(l.ctx, imagefactory.Options{Versions: o.TalosVersions, Injector: l.inj, Recorder: l.rec})
+	if err != nil {
+		return err
 	}
 	l.Factory = f
 	l.add(Endpoint{Name: imagefactory.Service, URL: f.URL}, f.Close)
-	return l, nil
+	l.kube = &kubernetes{lab: l, servers: map[string]*kubeapi.Server{}}
+	timing := talosnode.DefaultTiming()
+	if o.NodesBoot > 0 {
+		timing.Boot = o.NodesBoot
+	}
+	l.fleet = talosnode.New(talosnode.Options{
+		Recorder:    l.rec,
+		Injector:    l.inj,
+		Timing:      timing,
+		Schematics:  l.schematic,
+		OnBootstrap: l.kube.onBootstrap,
+		OnEvent:     l.kube.onNodeEvent,
+	})
+	l.closers = append(l.closers, l.fleet.Close)
+	switch o.Provider {
+	case ProviderOpenStack:
+		return l.startOpenStack()
+	default:
+		return fmt.Errorf("lab provider %q is not simulated yet (openstack is)", o.Provider)
+	}
+}
+
+// schematic tells the Talos nodes which extensions a schematic carries.
+func (l *Lab) schematic(id string) ([]talosnode.Extension, bool) {
+	names, ok := l.Factory.Extensions(id)
+	exts := make([]talosnode.Extension, len(names))
+	for i, n := range names {
+		exts[i] = talosnode.Extension{Name: n}
+	}
+	return exts, ok
 }
 
 func (l *Lab) add(e Endpoint, closeFn func() error) {

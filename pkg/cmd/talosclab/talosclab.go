@@ -99,11 +99,15 @@ func (o *UpOptions) Run(ctx context.Context, s cli.Streams) error {
 		Provider:  o.Provider,
 		NodesBoot: o.NodesBoot,
 		Knobs:     labnet.Knobs{Seed: o.Seed, Latency: o.Latency, ErrorRate: o.ErrorRate},
+		Logf:      func(format string, args ...any) { fmt.Fprintf(s.ErrOut, "talosc-lab: "+format+"\n", args...) },
 	})
 	if err != nil {
 		return err
 	}
 	defer func() { _ = l.Close() }()
+	if err := l.WriteClusterDir(o.Dir, "lab"); err != nil {
+		return err
+	}
 	ln, err := labnet.Listen(ctx, "127.0.0.1:0")
 	if err != nil {
 		return err
@@ -111,9 +115,6 @@ func (o *UpOptions) Run(ctx context.Context, s cli.Streams) error {
 	control := &http.Server{Handler: l.ControlHandler(), ReadHeaderTimeout: labnet.ReadHeaderTimeout}
 	go func() { _ = control.Serve(ln) }()
 	defer func() { _ = control.Close() }()
-	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
-		return fmt.Errorf("create %s: %w", o.Dir, err)
-	}
 	st := runState{Control: "http://" + ln.Addr().String(), PID: os.Getpid(), Services: l.Services()}
 	data, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
@@ -128,6 +129,8 @@ func (o *UpOptions) Run(ctx context.Context, s cli.Streams) error {
 		fmt.Fprintf(s.ErrOut, "%-14s %s\n", e.Name, e.URL)
 	}
 	fmt.Fprintf(s.ErrOut, "%-14s %s\n", "control", st.Control)
+	fmt.Fprintf(s.ErrOut, "cluster dir    %s (cluster.yaml, secrets.yaml, clouds.yaml)\n", o.Dir)
+	fmt.Fprintf(s.ErrOut, "use it with    export TALOSC_IMAGE_FACTORY_URL=%s; kubectl talosc plan -C %s\n", l.Factory.URL, o.Dir)
 	fmt.Fprintf(s.ErrOut, "talosc-lab: ready in %s (provider %s, cluster directory %s); Ctrl-C stops it\n", time.Since(start).Round(time.Millisecond), o.Provider, o.Dir)
 	<-ctx.Done()
 	fmt.Fprintln(s.ErrOut, "talosc-lab: stopping")

@@ -1,0 +1,146 @@
+package lab
+
+import (
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/talosc/talosc/pkg/lab/openstack"
+	"github.com/talosc/talosc/pkg/lab/talosnode"
+)
+
+// startOpenStack runs the simulated OpenStack and boots a Talos node for
+// every server that becomes ACTIVE, from its user_data, on its port's fixed
+// address; floating IPs are served as NAT would.
+func (l *Lab) startOpenStack() error {
+	cloud, err := openstack.Start(l.ctx, openstack.Config{
+		BootDelay:   50 * time.Millisecond,
+		DeleteDelay: 50 * time.Millisecond,
+		OnEvent:     l.onOpenStack,
+		Injector:    l.inj,
+		Recorder:    l.rec,
+	})
+	if err != nil {
+		return err
+	}
+	l.OpenStack = cloud
+	l.add(Endpoint{Name: "openstack", URL: cloud.AuthURL()}, cloud.Close)
+	return nil
+}
+
+func (l *Lab) onOpenStack(ev openstack.Event) {
+	switch ev.Kind {
+	case openstack.ServerActive:
+		addr, ok := serverAddress(ev)
+		if !ok {
+			l.logf("openstack: server %s has no loopback fixed address; no Talos node boots", ev.Server.Name)
+			return
+		}
+		if _, err := l.fleet.Boot(addr, ev.UserData, talosnode.Knobs{}); err != nil {
+			l.logf("openstack: boot %s on %s: %v", ev.Server.Name, addr, err)
+		}
+	case openstack.ServerDeleted, openstack.ServerError:
+		if addr, ok := serverAddress(ev); ok {
+			l.fleet.Destroy(addr)
+		}
+	case openstack.FloatingIPAssociated:
+		fip, err1 := netip.ParseAddr(ev.FloatingIP.FloatingIPAddress)
+		fixed, err2 := netip.ParseAddr(ev.FloatingIP.FixedIPAddress)
+		if err1 != nil || err2 != nil {
+			return
+		}
+		if err := l.nat.add(l.ctx, fip, fixed); err != nil {
+			l.logf("openstack: floating IP %s → %s: %v", fip, fixed, err)
+		}
+	case openstack.FloatingIPReleased:
+		if fip, err := netip.ParseAddr(ev.FloatingIP.FloatingIPAddress); err == nil {
+			l.nat.remove(fip)
+		}
+	}
+}
+
+// serverAddress is the first fixed IP of the server's first port.
+func serverAddress(ev openstack.Event) (netip.Addr, bool) {
+	for _, p := range ev.Ports {
+		for _, ip := range p.FixedIPs {
+			if a, err := netip.ParseAddr(ip.IPAddress); err == nil && a.IsLoopback() {
+				return a, true
+			}
+		}
+	}
+	return netip.Addr{}, false
+}
+
+// writeOpenStackDir writes a cluster directory for the lab's OpenStack: an
+// application credential of the member user in secrets.yaml, a 127.x
+// cluster network, and clouds.yaml for the openstack CLI.
+func (l *Lab) writeOpenStackDir(dir, name string) error {
+	cred, err := l.OpenStack.CreateApplicationCredential("demo", "talosc-"+name)
+	if err != nil {
+		return err
+	}
+	cluster := fmt.Sprintf(`# Written by talosc-lab for its simulated OpenStack.
+name: %s
+include: [secrets.yaml]
+talos:
+  version: %s
+kubernetes:
+  version: v1.35.4
+controlplane:
+  count: 3
+  flavor: talos.cp
+  disk: 20
+workers:
+  worker:
+    count: 2
+    flavor: talos.worker
+    disk: 20
+openstack:
+  url: %s
+  availability_zone: nova
+  external_net: public
+  region: %s
+network:
+  cluster:
+    cidr: 127.16.0.0/24
+  dns: []
+  ntp: [127.0.0.123]
+security:
+  kubernetes:
+    lab: 127.0.0.0/8
+  talos:
+    lab: 127.0.0.0/8
+`, name, DefaultTalosVersion, l.OpenStack.AuthURL(), l.OpenStack.Region())
+	secrets := fmt.Sprintf("openstack:\n  credential_id: %s\n  credential_secret: %s\n", cred.ID, cred.Secret)
+	for _, f := range []struct {
+		name string
+		data []byte
+	}{
+		{"cluster.yaml", []byte(cluster)},
+		{"secrets.yaml", []byte(secrets)},
+		{"clouds.yaml", l.OpenStack.CloudsYAML(cred)},
+	} {
+		if err := os.WriteFile(filepath.Join(dir, f.name), f.data, 0o600); err != nil {
+			return fmt.Errorf("write %s: %w", f.name, err)
+		}
+	}
+	return nil
+}
+
+// WriteClusterDir writes a ready cluster directory for the lab's cloud:
+// cluster.yaml and secrets.yaml pointing at it (and clouds.yaml for
+// OpenStack clients). Existing files are replaced: the directory belongs to
+// this lab.
+func (l *Lab) WriteClusterDir(dir, name string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	switch {
+	case l.OpenStack != nil:
+		return l.writeOpenStackDir(dir, name)
+	default:
+		return fmt.Errorf("the lab runs no cloud to write a cluster directory for")
+	}
+}
