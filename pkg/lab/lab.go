@@ -19,6 +19,7 @@ import (
 	"github.com/talosc/talosc/pkg/lab/kubeapi"
 	"github.com/talosc/talosc/pkg/lab/labnet"
 	"github.com/talosc/talosc/pkg/lab/openstack"
+	"github.com/talosc/talosc/pkg/lab/proxmox"
 	"github.com/talosc/talosc/pkg/lab/talosnode"
 )
 
@@ -77,6 +78,9 @@ type Lab struct {
 	Factory *imagefactory.Factory
 	// OpenStack is the simulated OpenStack (provider "openstack").
 	OpenStack *openstack.Cloud
+	// Proxmox is the simulated Proxmox VE (provider "proxmox").
+	Proxmox *proxmox.Server
+	dhcp    *dhcp
 }
 
 // Start starts every service of the lab.
@@ -129,8 +133,10 @@ func (l *Lab) start(o Options) error {
 	switch o.Provider {
 	case ProviderOpenStack:
 		return l.startOpenStack()
+	case ProviderProxmox:
+		return l.startProxmox()
 	default:
-		return fmt.Errorf("lab provider %q is not simulated yet (openstack is)", o.Provider)
+		return fmt.Errorf("lab provider %q: choose %s or %s", o.Provider, ProviderOpenStack, ProviderProxmox)
 	}
 }
 

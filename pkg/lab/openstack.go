@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -76,10 +77,10 @@ func serverAddress(ev openstack.Event) (netip.Addr, bool) {
 // writeOpenStackDir writes a cluster directory for the lab's OpenStack: an
 // application credential of the member user in secrets.yaml, a 127.x
 // cluster network, and clouds.yaml for the openstack CLI.
-func (l *Lab) writeOpenStackDir(dir, name string) error {
+func (l *Lab) writeOpenStackDir(dir, name string) ([]string, error) {
 	cred, err := l.OpenStack.CreateApplicationCredential("demo", "talosc-"+name)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cluster := fmt.Sprintf(`# Written by talosc-lab for its simulated OpenStack.
 name: %s
@@ -114,33 +115,46 @@ security:
     lab: 127.0.0.0/8
 `, name, DefaultTalosVersion, l.OpenStack.AuthURL(), l.OpenStack.Region())
 	secrets := fmt.Sprintf("openstack:\n  credential_id: %s\n  credential_secret: %s\n", cred.ID, cred.Secret)
-	for _, f := range []struct {
-		name string
-		data []byte
-	}{
+	return writeFiles(dir, []file{
 		{"cluster.yaml", []byte(cluster)},
 		{"secrets.yaml", []byte(secrets)},
 		{"clouds.yaml", l.OpenStack.CloudsYAML(cred)},
-	} {
+	})
+}
+
+type file struct {
+	name string
+	data []byte
+}
+
+// writeFiles writes files into dir (0600: they hold credentials) and
+// returns their names.
+func writeFiles(dir string, files []file) ([]string, error) {
+	names := make([]string, 0, len(files))
+	for _, f := range files {
 		if err := os.WriteFile(filepath.Join(dir, f.name), f.data, 0o600); err != nil {
-			return fmt.Errorf("write %s: %w", f.name, err)
+			return nil, fmt.Errorf("write %s: %w", f.name, err)
 		}
+		names = append(names, f.name)
 	}
-	return nil
+	return names, nil
 }
 
 // WriteClusterDir writes a ready cluster directory for the lab's cloud:
 // cluster.yaml and secrets.yaml pointing at it (and clouds.yaml for
-// OpenStack clients). Existing files are replaced: the directory belongs to
+// OpenStack clients, the CA to trust for Proxmox) and returns the names of
+// the files written. Existing files are replaced: the directory belongs to
 // this lab.
-func (l *Lab) WriteClusterDir(dir, name string) error {
+func (l *Lab) WriteClusterDir(dir, name string) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("create %s: %w", dir, err)
+		return nil, fmt.Errorf("create %s: %w", dir, err)
 	}
 	switch {
 	case l.OpenStack != nil:
 		return l.writeOpenStackDir(dir, name)
+	case l.Proxmox != nil:
+		return l.writeProxmoxDir(dir, name)
 	default:
-		return fmt.Errorf("the lab runs no cloud to write a cluster directory for")
+		return nil, errors.New("the lab runs no cloud to write a cluster directory for")
 	}
 }

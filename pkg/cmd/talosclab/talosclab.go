@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -105,7 +106,8 @@ func (o *UpOptions) Run(ctx context.Context, s cli.Streams) error {
 		return err
 	}
 	defer func() { _ = l.Close() }()
-	if err := l.WriteClusterDir(o.Dir, "lab"); err != nil {
+	files, err := l.WriteClusterDir(o.Dir, "lab")
+	if err != nil {
 		return err
 	}
 	ln, err := labnet.Listen(ctx, "127.0.0.1:0")
@@ -129,7 +131,7 @@ func (o *UpOptions) Run(ctx context.Context, s cli.Streams) error {
 		fmt.Fprintf(s.ErrOut, "%-14s %s\n", e.Name, e.URL)
 	}
 	fmt.Fprintf(s.ErrOut, "%-14s %s\n", "control", st.Control)
-	fmt.Fprintf(s.ErrOut, "cluster dir    %s (cluster.yaml, secrets.yaml, clouds.yaml)\n", o.Dir)
+	fmt.Fprintf(s.ErrOut, "cluster dir    %s (%s)\n", o.Dir, strings.Join(files, ", "))
 	fmt.Fprintf(s.ErrOut, "use it with    export TALOSC_IMAGE_FACTORY_URL=%s; kubectl talosc plan -C %s\n", l.Factory.URL, o.Dir)
 	fmt.Fprintf(s.ErrOut, "talosc-lab: ready in %s (provider %s, cluster directory %s); Ctrl-C stops it\n", time.Since(start).Round(time.Millisecond), o.Provider, o.Dir)
 	<-ctx.Done()
