@@ -18,6 +18,7 @@ BENCHFLAGS ?=
 
 # make demo: where the demo cluster directory is scaffolded.
 DEMO_DIR ?= bin/demo
+PROVIDER ?= openstack
 
 # make dist: release archives for krew and GitHub releases.
 PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
@@ -79,17 +80,8 @@ bench: ## run the benchmarks; the report goes to bin/bench.txt
 # For now the demo scaffolds a cluster and shows its plan. The plan needs a
 # cloud, and the scaffold holds CHANGE-ME credentials, so a failing plan is
 # reported, not fatal. It becomes the built-in lab in a later issue.
-demo: build ## scaffold a demo cluster in DEMO_DIR and print its plan
-	bin/kubectl-talosc init demo --openstack -C '$(DEMO_DIR)'
-	@# Until the built-in lab writes real lab credentials, stand-ins replace the
-	@# scaffold's CHANGE-ME placeholders so the whole plan runs.
-	sed -i 's/"CHANGE-ME"/"demo-stand-in"/' '$(DEMO_DIR)/secrets.yaml'
-	@echo
-	@echo '$$ kubectl talosc plan -C $(DEMO_DIR)'
-	@bin/kubectl-talosc plan -C '$(DEMO_DIR)'
-	@echo
-	@echo '$$ kubectl talosc plugin list -C $(DEMO_DIR)'
-	@bin/kubectl-talosc plugin list -C '$(DEMO_DIR)'
+demo: build ## start the lab (PROVIDER=openstack|proxmox), plan and show the cluster in DEMO_DIR, stop the lab
+	hack/demo.sh '$(DEMO_DIR)' '$(PROVIDER)'
 
 dist: ## release archives, checksums and the krew manifest in dist/
 	rm -rf dist

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# make demo: start the lab, plan the cluster it describes, show status and
+# what the lab saw, then stop the lab. Usage: hack/demo.sh DIR PROVIDER
+set -euo pipefail
+dir=${1:-bin/demo}
+provider=${2:-openstack}
+rm -f "$dir/.talosc-lab.json"
+bin/talosc-lab up --provider "$provider" -C "$dir" --nodes-boot 200ms &
+lab=$!
+trap 'kill "$lab" 2>/dev/null; wait "$lab" 2>/dev/null || true' EXIT
+for _ in $(seq 100); do
+	[ -s "$dir/.talosc-lab.json" ] && break
+	kill -0 "$lab" 2>/dev/null || { echo "demo: talosc-lab exited" >&2; exit 1; }
+	sleep 0.1
+done
+[ -s "$dir/.talosc-lab.json" ] || { echo "demo: the lab did not come up" >&2; exit 1; }
+factory=$(grep -A1 '"name": "imagefactory"' "$dir/.talosc-lab.json" | sed -n 's/.*"url": "\([^"]*\)".*/\1/p')
+export TALOSC_IMAGE_FACTORY_URL=${factory:-}
+run() { echo; echo "\$ $*"; "$@" || echo "(exit $?)"; }
+run bin/kubectl-talosc plan -C "$dir"
+run bin/kubectl-talosc status -C "$dir"
+run bin/kubectl-talosc plugin list -C "$dir"
+run bin/talosc-lab status -C "$dir"
