@@ -9,9 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -192,7 +194,10 @@ func runStatus(ctx context.Context, s cli.Streams, dir, output string) error {
 	}
 	fmt.Fprintf(s.Out, "provider: %s\nuptime: %s\ncalls: %d (%d mutating), critical path %s\n", status.Provider, status.Uptime, status.Calls, status.Mutations, status.CriticalPath)
 	for _, e := range status.Services {
-		fmt.Fprintf(s.Out, "  %-14s %-28s %d calls\n", e.Name, e.URL, status.CallsBy[e.Name])
+		fmt.Fprintf(s.Out, "  %-22s %s\n", e.Name, e.URL)
+	}
+	for _, svc := range slices.Sorted(maps.Keys(status.CallsBy)) {
+		fmt.Fprintf(s.Out, "  calls to %-13s %d\n", svc, status.CallsBy[svc])
 	}
 	return nil
 }
