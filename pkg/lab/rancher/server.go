@@ -1,0 +1,279 @@
+package rancher
+
+import (
+	"context"
+	"crypto/tls"
+	stdx509 "crypto/x509"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/siderolabs/crypto/x509"
+
+	"github.com/talosc/talosc/pkg/lab/labnet"
+)
+
+// Service is the name the lab records this service's calls under.
+const Service = "rancher"
+
+// User is a local user the principals search can find.
+type User struct {
+	// Username is the login name ("alice").
+	Username string
+	// DisplayName is the principal's name; "" means Username.
+	DisplayName string
+	// PrincipalID is the principal id; "" means "local://u-<5 chars>".
+	PrincipalID string
+}
+
+// Group is a group principal the search can find.
+type Group struct {
+	// Name is the group's name.
+	Name string
+	// PrincipalID is its id, e.g. "openldap_group://cn=ops,dc=lab".
+	PrincipalID string
+}
+
+// Options configure a Server.
+type Options struct {
+	// Addr is the loopback listen address; "" means 127.0.0.1:0.
+	Addr string
+	// Token is the accepted bearer token; "" means a generated
+	// "token-xxxxx:<52 chars>".
+	Token string
+	// Users and Groups are the principals the search knows.
+	Users  []User
+	Groups []Group
+	// ConditionDelay is how long after import BackingNamespaceCreated
+	// stays "Unknown".
+	ConditionDelay time.Duration
+	// IgnoreFilterParam makes GET /v3/clusters ignore "?filter=name=<n>"
+	// (answering every cluster), as norman does with a query parameter that
+	// names no field; by default the lab honours it like "?name=<n>". It is
+	// the only way to get "more than one match" (names are unique).
+	IgnoreFilterParam bool
+	// Seed makes generated ids replayable.
+	Seed uint64
+	// Injector and Recorder are the lab's; nil means none / a private one.
+	Injector *labnet.Injector
+	Recorder *labnet.Recorder
+}
+
+// Server is a running lab Rancher.
+type Server struct {
+	// URL is the base URL ("https://127.0.0.1:port").
+	URL string
+	// CAPEM is the PEM CA certificate the server's certificate chains to.
+	CAPEM []byte
+	// Token is the bearer token the server accepts.
+	Token string
+	// AdminPrincipalID is the principal of the token's user, the owner of
+	// every cluster it creates.
+	AdminPrincipalID string
+
+	opts Options
+	srv  *http.Server
+
+	mu       sync.Mutex
+	rng      *rand.Rand
+	users    []User
+	clusters map[string]*cluster
+	tokens   []*regToken
+	bindings []*binding
+	scripted []scriptedError
+}
+
+type scriptedError struct {
+	method, path string
+	status       int
+	body         any
+}
+
+// Start listens and serves until ctx ends or Close is called.
+func Start(ctx context.Context, o Options) (*Server, error) {
+	if o.Addr == "" {
+		o.Addr = "127.0.0.1:0"
+	}
+	if o.Recorder == nil {
+		o.Recorder = &labnet.Recorder{}
+	}
+	s := &Server{
+		opts: o, clusters: map[string]*cluster{},
+		rng: rand.New(rand.NewPCG(o.Seed, o.Seed^0x5a17)), //nolint:gosec // replayable ids, not security
+	}
+	s.Token = o.Token
+	if s.Token == "" {
+		s.Token = "token-" + s.randID(5) + ":" + s.randID(52)
+	}
+	s.AdminPrincipalID = "local://user-" + s.randID(5)
+	for _, u := range o.Users {
+		if u.DisplayName == "" {
+			u.DisplayName = u.Username
+		}
+		if u.PrincipalID == "" {
+			u.PrincipalID = "local://u-" + s.randID(5)
+		}
+		s.users = append(s.users, u)
+	}
+	l, err := labnet.Listen(ctx, o.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("rancher: %w", err)
+	}
+	host, _, _ := net.SplitHostPort(l.Addr().String())
+	cfg, caPEM, err := serverTLS(host)
+	if err != nil {
+		_ = l.Close()
+		return nil, err
+	}
+	s.URL, s.CAPEM = "https://"+l.Addr().String(), caPEM
+	s.srv = &http.Server{
+		Handler:           labnet.Middleware(Service, o.Injector, o.Recorder, s.routes()),
+		ReadHeaderTimeout: labnet.ReadHeaderTimeout, TLSConfig: cfg,
+	}
+	go func() { _ = s.srv.Serve(tls.NewListener(l, cfg)) }()
+	context.AfterFunc(ctx, func() { _ = s.Close() })
+	return s, nil
+}
+
+// Close stops the server.
+func (s *Server) Close() error { return s.srv.Close() }
+
+// Recorder returns the recorder of this server's calls.
+func (s *Server) Recorder() *labnet.Recorder { return s.opts.Recorder }
+
+// Client returns an HTTP client that trusts CAPEM and dials loopback only.
+func (s *Server) Client() *http.Client {
+	pool := stdx509.NewCertPool()
+	pool.AppendCertsFromPEM(s.CAPEM)
+	return &http.Client{Transport: &http.Transport{
+		DialContext:     labnet.Dialer().DialContext,
+		TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
+	}}
+}
+
+// ScriptError makes the next request with this method and exact path
+// answer status with body (JSON-encoded) instead, e.g. to exercise
+// list-shaped "message" or "errors[]" bodies (RA-11).
+func (s *Server) ScriptError(method, path string, status int, body any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.scripted = append(s.scripted, scriptedError{method: method, path: path, status: status, body: body})
+}
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v3/clusters", s.listClusters)
+	mux.HandleFunc("POST /v3/clusters", s.createCluster)
+	mux.HandleFunc("GET /v3/clusters/{id}", s.getCluster)
+	mux.HandleFunc("DELETE /v3/clusters/{id}", s.deleteCluster)
+	mux.HandleFunc("GET /v3/clusters/{id}/clusterRegistrationTokens", s.listTokens)
+	mux.HandleFunc("POST /v3/clusterRegistrationTokens", s.createToken)
+	mux.HandleFunc("GET /v3/clusterRegistrationTokens", s.listTokens)
+	mux.HandleFunc("POST /v3/principals", s.principalsAction)
+	mux.HandleFunc("GET /v3/clusterroletemplatebindings", s.listBindings)
+	mux.HandleFunc("POST /v3/clusterroletemplatebindings", s.createBinding)
+	mux.HandleFunc("GET /v3/clusterroletemplatebindings/{id}", s.getBinding)
+	mux.HandleFunc("DELETE /v3/clusterroletemplatebindings/{id}", s.deleteBinding)
+	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
+		apiError(w, http.StatusNotFound, "NotFound", "not found")
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && isImportPath(r.URL.Path) {
+			s.importManifest(w, r) // unauthenticated, like Rancher's
+			return
+		}
+		if r.Header.Get("Authorization") != "Bearer "+s.Token {
+			writeJSON(w, http.StatusUnauthorized, map[string]any{"type": "error", "status": "401", "message": "must authenticate"})
+			return
+		}
+		if e, ok := s.takeScripted(r.Method, r.URL.Path); ok {
+			writeJSON(w, e.status, e.body)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) takeScripted(method, path string) (scriptedError, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, e := range s.scripted {
+		if e.method == method && e.path == path {
+			s.scripted = append(s.scripted[:i], s.scripted[i+1:]...)
+			return e, true
+		}
+	}
+	return scriptedError{}, false
+}
+
+// randID returns n lowercase alphanumerics; callers hold s.mu or own s.
+func (s *Server) randID(n int) string {
+	const alphabet = "bcdfghjklmnpqrstvwxz2456789"
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = alphabet[s.rng.IntN(len(alphabet))]
+	}
+	return string(b)
+}
+
+func serverTLS(host string) (*tls.Config, []byte, error) {
+	ca, err := x509.NewSelfSignedCertificateAuthority(x509.Organization("lab-rancher"), x509.ECDSA(true))
+	if err != nil {
+		return nil, nil, fmt.Errorf("rancher: CA: %w", err)
+	}
+	caObj, err := x509.NewCertificateAuthorityFromCertificateAndKey(&x509.PEMEncodedCertificateAndKey{Crt: ca.CrtPEM, Key: ca.KeyPEM})
+	if err != nil {
+		return nil, nil, fmt.Errorf("rancher: CA: %w", err)
+	}
+	kp, err := x509.NewKeyPair(caObj, x509.CommonName("rancher"), x509.IPAddresses([]net.IP{net.ParseIP(host)}),
+		x509.DNSNames([]string{"localhost"}), x509.ExtKeyUsage([]stdx509.ExtKeyUsage{stdx509.ExtKeyUsageServerAuth}),
+		x509.NotBefore(time.Now().Add(-time.Minute)), x509.NotAfter(time.Now().Add(365*24*time.Hour)))
+	if err != nil {
+		return nil, nil, fmt.Errorf("rancher: serving certificate: %w", err)
+	}
+	cert, err := tls.X509KeyPair(kp.CrtPEM, kp.KeyPEM)
+	if err != nil {
+		return nil, nil, fmt.Errorf("rancher: serving certificate: %w", err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, ca.CrtPEM, nil
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// apiError writes a norman error body.
+func apiError(w http.ResponseWriter, status int, code, msg string, field ...string) {
+	body := map[string]any{"type": "error", "baseType": "error", "status": status, "code": code, "message": msg}
+	if len(field) > 0 {
+		body["fieldName"] = field[0]
+	}
+	writeJSON(w, status, body)
+}
+
+// collection wraps data in a norman collection.
+func (s *Server) collection(resourceType, self string, data []map[string]any) map[string]any {
+	if data == nil {
+		data = []map[string]any{}
+	}
+	return map[string]any{
+		"type": "collection", "resourceType": resourceType, "links": map[string]any{"self": s.URL + self},
+		"actions": map[string]any{}, "createTypes": map[string]any{resourceType: s.URL + self},
+		"pagination": map[string]any{"limit": 1000, "total": len(data)}, "sort": map[string]any{}, "filters": map[string]any{},
+		"data": data,
+	}
+}
+
+func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(v); err != nil {
+		apiError(w, http.StatusUnprocessableEntity, "InvalidBodyContent", "Failed to parse body: "+err.Error())
+		return false
+	}
+	return true
+}
