@@ -20,6 +20,7 @@ import (
 	"github.com/talosc/talosc/pkg/lab/labnet"
 	"github.com/talosc/talosc/pkg/lab/openstack"
 	"github.com/talosc/talosc/pkg/lab/proxmox"
+	"github.com/talosc/talosc/pkg/lab/rancher"
 	"github.com/talosc/talosc/pkg/lab/talosnode"
 )
 
@@ -50,6 +51,9 @@ type Options struct {
 	DataDir string
 	// Logf receives the lab's own messages; nil discards them.
 	Logf func(format string, args ...any)
+	// Follow, when set, makes the lab follow a real OpenStack instead of
+	// simulating one (Provider is then "openstack"): see FollowOptions.
+	Follow *FollowOptions
 }
 
 // Endpoint is one service the lab runs.
@@ -80,11 +84,18 @@ type Lab struct {
 	OpenStack *openstack.Cloud
 	// Proxmox is the simulated Proxmox VE (provider "proxmox").
 	Proxmox *proxmox.Server
-	dhcp    *dhcp
+	// Rancher is the simulated Rancher (for the rancher plugin).
+	Rancher *rancher.Server
+	// Follower follows a real OpenStack (Options.Follow).
+	Follower *Follower
+	dhcp     *dhcp
 }
 
 // Start starts every service of the lab.
 func Start(ctx context.Context, o Options) (*Lab, error) {
+	if o.Follow != nil {
+		o.Provider = ProviderOpenStack
+	}
 	if len(o.TalosVersions) == 0 {
 		o.TalosVersions = []string{DefaultTalosVersion, NewestTalosVersion}
 	}
@@ -116,6 +127,12 @@ func (l *Lab) start(o Options) error {
 	}
 	l.Factory = f
 	l.add(Endpoint{Name: imagefactory.Service, URL: f.URL}, f.Close)
+	r, err := rancher.Start(l.ctx, rancher.Options{Injector: l.inj, Recorder: l.rec})
+	if err != nil {
+		return err
+	}
+	l.Rancher = r
+	l.add(Endpoint{Name: rancher.Service, URL: r.URL}, r.Close)
 	l.kube = &kubernetes{lab: l, servers: map[string]*kubeapi.Server{}}
 	timing := talosnode.DefaultTiming()
 	if o.NodesBoot > 0 {
@@ -130,10 +147,12 @@ func (l *Lab) start(o Options) error {
 		OnEvent:     l.kube.onNodeEvent,
 	})
 	l.closers = append(l.closers, l.fleet.Close)
-	switch o.Provider {
-	case ProviderOpenStack:
+	switch {
+	case o.Follow != nil:
+		return l.startFollow(*o.Follow)
+	case o.Provider == ProviderOpenStack:
 		return l.startOpenStack()
-	case ProviderProxmox:
+	case o.Provider == ProviderProxmox:
 		return l.startProxmox()
 	default:
 		return fmt.Errorf("lab provider %q: choose %s or %s", o.Provider, ProviderOpenStack, ProviderProxmox)

@@ -39,9 +39,7 @@ func (l *Lab) onOpenStack(ev openstack.Event) {
 			l.logf("openstack: server %s has no loopback fixed address; no Talos node boots", ev.Server.Name)
 			return
 		}
-		if _, err := l.fleet.Boot(addr, ev.UserData, talosnode.Knobs{}); err != nil {
-			l.logf("openstack: boot %s on %s: %v", ev.Server.Name, addr, err)
-		}
+		_ = l.bootServer(ev.Server.Name, addr, ev.UserData)
 	case openstack.ServerDeleted, openstack.ServerError:
 		if addr, ok := serverAddress(ev); ok {
 			l.fleet.Destroy(addr)
@@ -52,14 +50,31 @@ func (l *Lab) onOpenStack(ev openstack.Event) {
 		if err1 != nil || err2 != nil {
 			return
 		}
-		if err := l.nat.add(l.ctx, fip, fixed); err != nil {
-			l.logf("openstack: floating IP %s → %s: %v", fip, fixed, err)
-		}
+		_ = l.forwardFloatingIP(fip, fixed)
 	case openstack.FloatingIPReleased:
 		if fip, err := netip.ParseAddr(ev.FloatingIP.FloatingIPAddress); err == nil {
 			l.nat.remove(fip)
 		}
 	}
+}
+
+// bootServer boots the Talos node of an ACTIVE server on addr from its
+// user_data; both the simulated OpenStack and a followed real one use it.
+func (l *Lab) bootServer(name string, addr netip.Addr, userData []byte) error {
+	if _, err := l.fleet.Boot(addr, userData, talosnode.Knobs{}); err != nil {
+		l.logf("openstack: boot %s on %s: %v", name, addr, err)
+		return err
+	}
+	return nil
+}
+
+// forwardFloatingIP serves fip as NAT to fixed.
+func (l *Lab) forwardFloatingIP(fip, fixed netip.Addr) error {
+	if err := l.nat.add(l.ctx, fip, fixed); err != nil {
+		l.logf("openstack: floating IP %s → %s: %v", fip, fixed, err)
+		return err
+	}
+	return nil
 }
 
 // serverAddress is the first fixed IP of the server's first port.

@@ -65,6 +65,11 @@ type UpOptions struct {
 	Seed      uint64
 	Latency   time.Duration
 	ErrorRate float64
+	// FollowCloud, when set, names the ADMIN cloud of a clouds.yaml
+	// (CloudsYAML, "" for the standard locations) whose real OpenStack the
+	// lab follows instead of simulating one.
+	FollowCloud string
+	CloudsYAML  string
 }
 
 func newUpCommand(s cli.Streams) *cobra.Command {
@@ -92,13 +97,23 @@ func newUpCommand(s cli.Streams) *cobra.Command {
 	f.Uint64Var(&o.Seed, "seed", 1, "seed of the random faults (replay a run with the same seed)")
 	f.DurationVar(&o.Latency, "latency", 0, "latency added to every request")
 	f.Float64Var(&o.ErrorRate, "error-rate", 0, "probability (0..1) that a request fails with 503")
+	f.StringVar(&o.FollowCloud, "follow-openstack", "", "follow the real OpenStack of the admin `CLOUD` of clouds.yaml (e.g. oslab) instead of simulating one")
+	f.StringVar(&o.CloudsYAML, "clouds-yaml", "", "the clouds.yaml for --follow-openstack (default: the standard locations)")
 	return cmd
 }
 
 // Run starts the lab, writes the state file, and serves until ctx ends.
 func (o *UpOptions) Run(ctx context.Context, s cli.Streams) error {
 	start := time.Now()
+	var follow *lab.FollowOptions
+	if o.FollowCloud != "" {
+		var err error
+		if follow, err = lab.FollowOptionsFromClouds(o.CloudsYAML, o.FollowCloud); err != nil {
+			return err
+		}
+	}
 	l, err := lab.Start(ctx, lab.Options{
+		Follow:    follow,
 		Provider:  o.Provider,
 		NodesBoot: o.NodesBoot,
 		Knobs:     labnet.Knobs{Seed: o.Seed, Latency: o.Latency, ErrorRate: o.ErrorRate},
@@ -108,7 +123,12 @@ func (o *UpOptions) Run(ctx context.Context, s cli.Streams) error {
 		return err
 	}
 	defer func() { _ = l.Close() }()
-	files, err := l.WriteClusterDir(o.Dir, "lab")
+	var files []string
+	if follow == nil {
+		files, err = l.WriteClusterDir(o.Dir, "lab")
+	} else { // the followed cloud's own clouds.yaml and credentials apply
+		err = os.MkdirAll(o.Dir, 0o755)
+	}
 	if err != nil {
 		return err
 	}
