@@ -164,12 +164,21 @@ func (l *Lab) WriteClusterDir(dir, name string) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create %s: %w", dir, err)
 	}
+	var files []string
+	var err error
 	switch {
 	case l.OpenStack != nil:
-		return l.writeOpenStackDir(dir, name)
+		files, err = l.writeOpenStackDir(dir, name)
 	case l.Proxmox != nil:
-		return l.writeProxmoxDir(dir, name)
+		files, err = l.writeProxmoxDir(dir, name)
 	default:
 		return nil, errors.New("the lab runs no cloud to write a cluster directory for")
 	}
+	if err != nil || l.ArgoCD == nil {
+		return files, err
+	}
+	// The management cluster's kubeconfig, for argocd.kubeconfig in
+	// secrets.yaml (not set: the argocd plugin is opt-in).
+	more, err := writeFiles(dir, []file{{"argocd-kubeconfig", l.ArgoCD.Kubeconfig()}})
+	return append(files, more...), err
 }

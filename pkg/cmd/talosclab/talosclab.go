@@ -65,6 +65,8 @@ type UpOptions struct {
 	Seed      uint64
 	Latency   time.Duration
 	ErrorRate float64
+	// ArgoCD also runs the argocd plugin's management cluster.
+	ArgoCD bool
 	// FollowCloud, when set, names the ADMIN cloud of a clouds.yaml
 	// (CloudsYAML, "" for the standard locations) whose real OpenStack the
 	// lab follows instead of simulating one.
@@ -97,6 +99,7 @@ func newUpCommand(s cli.Streams) *cobra.Command {
 	f.Uint64Var(&o.Seed, "seed", 1, "seed of the random faults (replay a run with the same seed)")
 	f.DurationVar(&o.Latency, "latency", 0, "latency added to every request")
 	f.Float64Var(&o.ErrorRate, "error-rate", 0, "probability (0..1) that a request fails with 503")
+	f.BoolVar(&o.ArgoCD, "argocd", false, "also run the argocd plugin's management cluster (a second kube-apiserver with the ArgoCD CRDs)")
 	f.StringVar(&o.FollowCloud, "follow-openstack", "", "follow the real OpenStack of the admin `CLOUD` of clouds.yaml (e.g. oslab) instead of simulating one")
 	f.StringVar(&o.CloudsYAML, "clouds-yaml", "", "the clouds.yaml for --follow-openstack (default: the standard locations)")
 	return cmd
@@ -116,6 +119,7 @@ func (o *UpOptions) Run(ctx context.Context, s cli.Streams) error {
 		Follow:    follow,
 		Provider:  o.Provider,
 		NodesBoot: o.NodesBoot,
+		ArgoCD:    o.ArgoCD,
 		Knobs:     labnet.Knobs{Seed: o.Seed, Latency: o.Latency, ErrorRate: o.ErrorRate},
 		Logf:      func(format string, args ...any) { fmt.Fprintf(s.ErrOut, "talosc-lab: "+format+"\n", args...) },
 	})
