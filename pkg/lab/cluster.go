@@ -123,3 +123,7 @@ func (k *kubernetes) remove(st talosnode.NodeStatus) {
 		_ = srv.DeleteNode(ctx, st.Hostname) // a node never registered has nothing to delete
 	}
 }
+
+// KubeAPI returns the Kubernetes API of cluster once it is bootstrapped,
+// else nil.
+func (l *Lab) KubeAPI(cluster string) *kubeapi.Server { return l.kube.server(cluster) }

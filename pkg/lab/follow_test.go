@@ -248,7 +248,7 @@ func createTalosServer(t *testing.T, c cloudClients, cidr string) talosServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := loadCluster(t, cidr)
+	cfg := loadCluster(t, cidr, 1, 0)
 	m := cfg.Hostnames()[0]
 	schematic, err := factory.BaseSchematic().ID()
 	if err != nil {
