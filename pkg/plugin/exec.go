@@ -38,26 +38,39 @@ type outcome struct {
 	err      error
 }
 
+// startAttempts bounds the retries of a start that failed with ETXTBSY.
+const startAttempts = 5
+
 // execute runs inv and waits for it. The error in the outcome is nil only when
 // the process exited 0.
 func execute(ctx context.Context, inv invocation) outcome {
 	runCtx, cancel := context.WithTimeout(ctx, inv.timeout)
 	defer cancel()
-	cmd := exec.CommandContext(runCtx, inv.path, inv.args...)
-	ownProcessGroup(cmd)
-	cmd.WaitDelay = waitDelay
-	cmd.Env = inv.env
-	if cmd.Env == nil {
-		cmd.Env = os.Environ()
-	}
-	cmd.Stdin = bytes.NewReader(inv.stdin)
+	var cmd *exec.Cmd
 	out := &limitedBuffer{max: maxOutput}
-	cmd.Stdout = out
-	cmd.Stderr = inv.stderr
-	if cmd.Stderr == nil {
-		cmd.Stderr = io.Discard
+	var err error
+	for attempt := range startAttempts {
+		cmd = exec.CommandContext(runCtx, inv.path, inv.args...)
+		ownProcessGroup(cmd)
+		cmd.WaitDelay = waitDelay
+		cmd.Env = inv.env
+		if cmd.Env == nil {
+			cmd.Env = os.Environ()
+		}
+		cmd.Stdin = bytes.NewReader(inv.stdin)
+		cmd.Stdout = out
+		cmd.Stderr = inv.stderr
+		if cmd.Stderr == nil {
+			cmd.Stderr = io.Discard
+		}
+		if err = cmd.Start(); err == nil || !textBusy(err) || runCtx.Err() != nil {
+			break
+		}
+		time.Sleep(time.Duration(attempt+1) * 20 * time.Millisecond)
 	}
-	err := cmd.Run()
+	if err == nil {
+		err = cmd.Wait()
+	}
 	res := outcome{stdout: out.Bytes(), exitCode: -1, err: err}
 	if cmd.ProcessState != nil {
 		res.exitCode = cmd.ProcessState.ExitCode()

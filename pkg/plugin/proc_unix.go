@@ -3,6 +3,7 @@
 package plugin
 
 import (
+	"errors"
 	"os/exec"
 	"syscall"
 )
@@ -23,3 +24,9 @@ func ownProcessGroup(cmd *exec.Cmd) {
 		return nil
 	}
 }
+
+// textBusy reports an exec that failed because the executable is still open
+// for writing somewhere (ETXTBSY): a plugin being installed right now, or a
+// file another goroutine's fork briefly inherited (golang/go#22315). It is
+// worth a short retry.
+func textBusy(err error) bool { return errors.Is(err, syscall.ETXTBSY) }
