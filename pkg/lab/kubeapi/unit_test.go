@@ -93,7 +93,7 @@ func TestStart_Validates(t *testing.T) {
 		edit func(*Options)
 		want string
 	}{
-		"not loopback":     {func(o *Options) { o.Address = "10.0.0.1:6443" }, "loopback"},
+		"not loopback":     {func(o *Options) { o.Address = "192.0.2.1:6443" }, "loopback"},
 		"hostname":         {func(o *Options) { o.Address = "localhost:6443" }, "loopback"},
 		"no port":          {func(o *Options) { o.Address = "127.40.0.9" }, "missing port"},
 		"no data dir":      {func(o *Options) { o.DataDir = "" }, "DataDir"},
@@ -112,7 +112,7 @@ func TestStart_Validates(t *testing.T) {
 		})
 	}
 	o := base
-	o.Address = "192.168.1.1:6443"
+	o.Address = "198.51.100.1:6443"
 	if _, err := Start(t.Context(), o); !errors.Is(err, labnet.ErrNotLoopback) {
 		t.Errorf("Start(192.168.1.1) err = %v, want labnet.ErrNotLoopback", err)
 	}

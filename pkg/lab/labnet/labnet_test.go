@@ -15,7 +15,7 @@ import (
 
 func TestListenRefusesAnythingButLoopback(t *testing.T) {
 	t.Parallel()
-	for _, addr := range []string{"0.0.0.0:0", "10.0.0.1:0", "192.168.1.1:0", "localhost:0", "[::1]:0", ":0"} {
+	for _, addr := range []string{"0.0.0.0:0", "192.0.2.1:0", "198.51.100.1:0", "localhost:0", "[::1]:0", ":0"} {
 		if l, err := labnet.Listen(t.Context(), addr); err == nil {
 			_ = l.Close()
 			t.Errorf("Listen(%q) succeeded", addr)
@@ -30,9 +30,9 @@ func TestListenRefusesAnythingButLoopback(t *testing.T) {
 
 func TestDialerRefusesAnythingButLoopback(t *testing.T) {
 	t.Parallel()
-	_, err := labnet.Dialer().DialContext(t.Context(), "tcp", "10.255.255.1:9")
+	_, err := labnet.Dialer().DialContext(t.Context(), "tcp", "192.0.2.1:9")
 	if !errors.Is(err, labnet.ErrNotLoopback) {
-		t.Fatalf("dial 10.255.255.1: %v, want ErrNotLoopback", err)
+		t.Fatalf("dial 192.0.2.1: %v, want ErrNotLoopback", err)
 	}
 }
 

@@ -55,10 +55,8 @@ func fipAttrs() []string {
 }
 
 func (s *Cloud) createFIP(w http.ResponseWriter, r *http.Request, t *token) {
-	body, err := readJSON(r)
-	spec := obj(body, "floatingip")
-	if err != nil || spec == nil {
-		neutronError(w, errf(http.StatusBadRequest, "HTTPBadRequest", "Resource body required"))
+	spec, ok := neutronBody(w, r, "floatingip")
+	if !ok {
 		return
 	}
 	c := s.st
@@ -179,10 +177,8 @@ func (c *state) disassociate(f *FloatingIP) {
 }
 
 func (s *Cloud) updateFIP(w http.ResponseWriter, r *http.Request, t *token) {
-	body, err := readJSON(r)
-	spec := obj(body, "floatingip")
-	if err != nil || spec == nil {
-		neutronError(w, errf(http.StatusBadRequest, "HTTPBadRequest", "Resource body required"))
+	spec, ok := neutronBody(w, r, "floatingip")
+	if !ok {
 		return
 	}
 	c := s.st

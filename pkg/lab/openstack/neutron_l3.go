@@ -73,10 +73,8 @@ func routerAttrs() []string {
 }
 
 func (s *Cloud) createRouter(w http.ResponseWriter, r *http.Request, t *token) {
-	body, err := readJSON(r)
-	spec := obj(body, "router")
-	if err != nil || spec == nil {
-		neutronError(w, errf(http.StatusBadRequest, "HTTPBadRequest", "Resource body required"))
+	spec, ok := neutronBody(w, r, "router")
+	if !ok {
 		return
 	}
 	c := s.st
@@ -165,10 +163,8 @@ func (c *state) clearGateway(rt *Router) {
 }
 
 func (s *Cloud) updateRouter(w http.ResponseWriter, r *http.Request, t *token) {
-	body, err := readJSON(r)
-	spec := obj(body, "router")
-	if err != nil || spec == nil {
-		neutronError(w, errf(http.StatusBadRequest, "HTTPBadRequest", "Resource body required"))
+	spec, ok := neutronBody(w, r, "router")
+	if !ok {
 		return
 	}
 	c := s.st

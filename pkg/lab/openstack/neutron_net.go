@@ -154,10 +154,8 @@ func networkAttrs() []string {
 }
 
 func (s *Cloud) createNetwork(w http.ResponseWriter, r *http.Request, t *token) {
-	body, err := readJSON(r)
-	spec := obj(body, "network")
-	if err != nil || spec == nil {
-		neutronError(w, errf(http.StatusBadRequest, "HTTPBadRequest", "Resource body required"))
+	spec, ok := neutronBody(w, r, "network")
+	if !ok {
 		return
 	}
 	if e := s.checkAttrs(spec, true, networkAttrs(), nil); e != nil {
@@ -192,10 +190,8 @@ func (s *Cloud) createNetwork(w http.ResponseWriter, r *http.Request, t *token) 
 }
 
 func (s *Cloud) updateNetwork(w http.ResponseWriter, r *http.Request, t *token) {
-	body, err := readJSON(r)
-	spec := obj(body, "network")
-	if err != nil || spec == nil {
-		neutronError(w, errf(http.StatusBadRequest, "HTTPBadRequest", "Resource body required"))
+	spec, ok := neutronBody(w, r, "network")
+	if !ok {
 		return
 	}
 	c := s.st

@@ -77,10 +77,8 @@ func newMAC() string {
 }
 
 func (s *Cloud) createPort(w http.ResponseWriter, r *http.Request, t *token) {
-	body, err := readJSON(r)
-	spec := obj(body, "port")
-	if err != nil || spec == nil {
-		neutronError(w, errf(http.StatusBadRequest, "HTTPBadRequest", "Resource body required"))
+	spec, ok := neutronBody(w, r, "port")
+	if !ok {
 		return
 	}
 	c := s.st
@@ -277,10 +275,8 @@ func addressPairs(raw any, mac string) ([]AddressPair, *apiError) {
 }
 
 func (s *Cloud) updatePort(w http.ResponseWriter, r *http.Request, t *token) {
-	body, err := readJSON(r)
-	spec := obj(body, "port")
-	if err != nil || spec == nil {
-		neutronError(w, errf(http.StatusBadRequest, "HTTPBadRequest", "Resource body required"))
+	spec, ok := neutronBody(w, r, "port")
+	if !ok {
 		return
 	}
 	c := s.st

@@ -142,10 +142,8 @@ func (s *Cloud) listRules(w http.ResponseWriter, r *http.Request, t *token) {
 }
 
 func (s *Cloud) createSG(w http.ResponseWriter, r *http.Request, t *token) {
-	body, err := readJSON(r)
-	spec := obj(body, "security_group")
-	if err != nil || spec == nil {
-		neutronError(w, errf(http.StatusBadRequest, "HTTPBadRequest", "Resource body required"))
+	spec, ok := neutronBody(w, r, "security_group")
+	if !ok {
 		return
 	}
 	c := s.st
@@ -175,10 +173,8 @@ func (s *Cloud) createSG(w http.ResponseWriter, r *http.Request, t *token) {
 }
 
 func (s *Cloud) updateSG(w http.ResponseWriter, r *http.Request, t *token) {
-	body, err := readJSON(r)
-	spec := obj(body, "security_group")
-	if err != nil || spec == nil {
-		neutronError(w, errf(http.StatusBadRequest, "HTTPBadRequest", "Resource body required"))
+	spec, ok := neutronBody(w, r, "security_group")
+	if !ok {
 		return
 	}
 	c := s.st
@@ -229,10 +225,8 @@ func (s *Cloud) deleteSG(w http.ResponseWriter, r *http.Request, t *token) {
 }
 
 func (s *Cloud) createRule(w http.ResponseWriter, r *http.Request, t *token) {
-	body, err := readJSON(r)
-	spec := obj(body, "security_group_rule")
-	if err != nil || spec == nil {
-		neutronError(w, errf(http.StatusBadRequest, "HTTPBadRequest", "Resource body required"))
+	spec, ok := neutronBody(w, r, "security_group_rule")
+	if !ok {
 		return
 	}
 	c := s.st

@@ -58,10 +58,8 @@ func (s *Cloud) listSubnets(w http.ResponseWriter, r *http.Request, t *token) {
 }
 
 func (s *Cloud) createSubnet(w http.ResponseWriter, r *http.Request, t *token) {
-	body, err := readJSON(r)
-	spec := obj(body, "subnet")
-	if err != nil || spec == nil {
-		neutronError(w, errf(http.StatusBadRequest, "HTTPBadRequest", "Resource body required"))
+	spec, ok := neutronBody(w, r, "subnet")
+	if !ok {
 		return
 	}
 	c := s.st
@@ -167,10 +165,8 @@ func (c *state) applySubnetSpec(sn *Subnet, spec map[string]any, prefix netip.Pr
 }
 
 func (s *Cloud) updateSubnet(w http.ResponseWriter, r *http.Request, t *token) {
-	body, err := readJSON(r)
-	spec := obj(body, "subnet")
-	if err != nil || spec == nil {
-		neutronError(w, errf(http.StatusBadRequest, "HTTPBadRequest", "Resource body required"))
+	spec, ok := neutronBody(w, r, "subnet")
+	if !ok {
 		return
 	}
 	c := s.st

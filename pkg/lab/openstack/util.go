@@ -63,6 +63,18 @@ func readJSON(r *http.Request) (map[string]any, error) {
 	return m, nil
 }
 
+// neutronBody reads a Neutron request body {"<key>": {...}} and returns the
+// inner object; anything else gets Neutron's 400 and ok false.
+func neutronBody(w http.ResponseWriter, r *http.Request, key string) (map[string]any, bool) {
+	body, err := readJSON(r)
+	spec := obj(body, key)
+	if err != nil || spec == nil {
+		neutronError(w, errf(http.StatusBadRequest, "HTTPBadRequest", "Resource body required"))
+		return nil, false
+	}
+	return spec, true
+}
+
 // decodeBody decodes the request body into v.
 func decodeBody(r *http.Request, v any) error {
 	if err := json.NewDecoder(io.LimitReader(r.Body, maxBody)).Decode(v); err != nil {

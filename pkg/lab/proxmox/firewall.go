@@ -104,9 +104,9 @@ func (s *Server) setClusterFirewall(c *call) (any, error) {
 	return nil, setOptions(c, s.fwCluster, clusterFwBools)
 }
 
-// firewallVM returns the VM of the path after checking priv. It takes s.mu
-// and returns with it held on success.
-func (s *Server) firewallVM(c *call, priv string) (*vm, error) {
+// lockedVM returns the VM of the path after checking priv on /vms/<vmid>.
+// It takes s.mu and returns with it held on success (the caller unlocks).
+func (s *Server) lockedVM(c *call, priv string) (*vm, error) {
 	vmid, err := pathVMID(c)
 	if err != nil {
 		return nil, err
@@ -128,7 +128,7 @@ func (s *Server) vmFirewallIndex(c *call) (any, error) {
 }
 
 func (s *Server) getVMFirewall(c *call) (any, error) {
-	v, err := s.firewallVM(c, "VM.Audit")
+	v, err := s.lockedVM(c, "VM.Audit")
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +140,7 @@ func (s *Server) setVMFirewall(c *call) (any, error) {
 	if err := c.p.check(vmFwSchema); err != nil {
 		return nil, err
 	}
-	v, err := s.firewallVM(c, "VM.Config.Network")
+	v, err := s.lockedVM(c, "VM.Config.Network")
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +171,7 @@ func ruleEntry(v *vm, i int) map[string]any {
 }
 
 func (s *Server) listRules(c *call) (any, error) {
-	v, err := s.firewallVM(c, "VM.Audit")
+	v, err := s.lockedVM(c, "VM.Audit")
 	if err != nil {
 		return nil, err
 	}
@@ -195,7 +195,7 @@ func rulePos(c *call, v *vm) (int, error) {
 }
 
 func (s *Server) getRule(c *call) (any, error) {
-	v, err := s.firewallVM(c, "VM.Audit")
+	v, err := s.lockedVM(c, "VM.Audit")
 	if err != nil {
 		return nil, err
 	}
@@ -244,7 +244,7 @@ func (s *Server) createRule(c *call) (any, error) {
 	if err := c.p.check(withRequired(ruleSchema, "type", "action")); err != nil {
 		return nil, err
 	}
-	v, err := s.firewallVM(c, "VM.Config.Network")
+	v, err := s.lockedVM(c, "VM.Config.Network")
 	if err != nil {
 		return nil, err
 	}
@@ -269,7 +269,7 @@ func (s *Server) updateRule(c *call) (any, error) {
 	if err := c.p.check(ruleSchema); err != nil {
 		return nil, err
 	}
-	v, err := s.firewallVM(c, "VM.Config.Network")
+	v, err := s.lockedVM(c, "VM.Config.Network")
 	if err != nil {
 		return nil, err
 	}
@@ -311,7 +311,7 @@ func (s *Server) deleteRule(c *call) (any, error) {
 	if err := c.p.check(schema{names: []string{"digest"}}); err != nil {
 		return nil, err
 	}
-	v, err := s.firewallVM(c, "VM.Config.Network")
+	v, err := s.lockedVM(c, "VM.Config.Network")
 	if err != nil {
 		return nil, err
 	}

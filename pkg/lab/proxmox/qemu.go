@@ -200,19 +200,11 @@ func (s *Server) getConfig(c *call) (any, error) {
 }
 
 func (s *Server) getPending(c *call) (any, error) {
-	vmid, err := pathVMID(c)
+	v, err := s.lockedVM(c, "VM.Audit")
 	if err != nil {
 		return nil, err
 	}
-	if err := c.require("/vms/"+strconv.Itoa(vmid), "VM.Audit"); err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
 	defer s.mu.Unlock()
-	v, err := s.vmAt(c.path["node"], vmid)
-	if err != nil {
-		return nil, err
-	}
 	keys := map[string]bool{}
 	for _, m := range []map[string]string{v.conf, v.pending} {
 		for k := range m {

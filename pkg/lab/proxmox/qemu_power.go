@@ -132,19 +132,11 @@ func (s *Server) vmStatusIndex(c *call) (any, error) {
 }
 
 func (s *Server) vmStatusCurrent(c *call) (any, error) {
-	vmid, err := pathVMID(c)
+	v, err := s.lockedVM(c, "VM.Audit")
 	if err != nil {
 		return nil, err
 	}
-	if err := c.require("/vms/"+strconv.Itoa(vmid), "VM.Audit"); err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
 	defer s.mu.Unlock()
-	v, err := s.vmAt(c.path["node"], vmid)
-	if err != nil {
-		return nil, err
-	}
 	m := s.listEntry(v)
 	m["qmpstatus"] = m["status"]
 	m["ha"] = map[string]any{"managed": 0}

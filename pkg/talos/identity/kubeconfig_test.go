@@ -39,7 +39,7 @@ const twoClusters = `clusters:
 - name: old
   cluster: {server: "https://10.9.9.9:6443"}
 - name: demo
-  cluster: {server: "https://10.0.0.5:6443"}
+  cluster: {server: "https://127.16.0.5:6443"}
 contexts:
 - name: a
   context: {cluster: old}
@@ -61,8 +61,8 @@ func TestReadKubeconfig(t *testing.T) {
 		{"empty", new(""), false, nil},
 		{"whitespace", new(" \n\t\n"), false, nil},
 		{
-			"IPv4 with port", new(talosKubeconfig("https://10.0.0.5:6443")), true,
-			&identity.Kubeconfig{Server: "https://10.0.0.5:6443", ServerHost: "10.0.0.5"},
+			"IPv4 with port", new(talosKubeconfig("https://127.16.0.5:6443")), true,
+			&identity.Kubeconfig{Server: "https://127.16.0.5:6443", ServerHost: "127.16.0.5"},
 		},
 		{
 			"DNS name", new(talosKubeconfig("https://Kube.Example.com.:6443")), true,
@@ -73,8 +73,8 @@ func TestReadKubeconfig(t *testing.T) {
 			&identity.Kubeconfig{Server: "https://[fd00:0::5]:6443", ServerHost: "fd00::5"},
 		},
 		{
-			"no scheme", new(talosKubeconfig("10.0.0.5:6443")), true,
-			&identity.Kubeconfig{Server: "10.0.0.5:6443", ServerHost: "10.0.0.5"},
+			"no scheme", new(talosKubeconfig("127.16.0.5:6443")), true,
+			&identity.Kubeconfig{Server: "127.16.0.5:6443", ServerHost: "127.16.0.5"},
 		},
 		{
 			"no port", new(talosKubeconfig("https://203.0.113.7")), true,
@@ -82,7 +82,7 @@ func TestReadKubeconfig(t *testing.T) {
 		},
 		{
 			"current context picks the cluster", new(twoClusters), true,
-			&identity.Kubeconfig{Server: "https://10.0.0.5:6443", ServerHost: "10.0.0.5"},
+			&identity.Kubeconfig{Server: "https://127.16.0.5:6443", ServerHost: "127.16.0.5"},
 		},
 		{
 			"no current context, two clusters", new(strings.Replace(twoClusters, "current-context: admin@demo", "", 1)), true,
@@ -90,11 +90,11 @@ func TestReadKubeconfig(t *testing.T) {
 		},
 		{
 			"no current context, one cluster",
-			new(strings.Replace(talosKubeconfig("https://10.0.0.5:6443"), "current-context: admin@demo", "", 1)), true,
-			&identity.Kubeconfig{Server: "https://10.0.0.5:6443", ServerHost: "10.0.0.5"},
+			new(strings.Replace(talosKubeconfig("https://127.16.0.5:6443"), "current-context: admin@demo", "", 1)), true,
+			&identity.Kubeconfig{Server: "https://127.16.0.5:6443", ServerHost: "127.16.0.5"},
 		},
 		{"non-mapping", new("- just\n- a list\n"), true, &identity.Kubeconfig{}},
-		{"truncated", new(talosKubeconfig("https://10.0.0.5:6443")[:60]), true, &identity.Kubeconfig{}},
+		{"truncated", new(talosKubeconfig("https://127.16.0.5:6443")[:60]), true, &identity.Kubeconfig{}},
 		{"garbage", new("\x00\x01{{{"), true, &identity.Kubeconfig{}},
 	}
 
@@ -139,7 +139,7 @@ func TestWriteKubeconfig(t *testing.T) {
 		t.Fatalf("refused write left %v", names)
 	}
 
-	for _, server := range []string{"https://10.0.0.5:6443", "https://10.0.0.6:6443"} {
+	for _, server := range []string{"https://127.16.0.5:6443", "https://10.0.0.6:6443"} {
 		if err := identity.WriteKubeconfig(path, []byte(talosKubeconfig(server))); err != nil {
 			t.Fatal(err)
 		}
