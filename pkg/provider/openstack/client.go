@@ -1,0 +1,221 @@
+// Package openstack is talosc's OpenStack provider (reference §5.2): the
+// shared boot image in Glance, the cluster network, security group, router,
+// reserved VIP ports and floating IPs in Neutron, and the machines in Nova
+// (boot from a Cinder volume), all found by ownership tags and
+// deterministic names. It implements provider.Cloud through gophercloud v2.
+package openstack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2"
+	gos "github.com/gophercloud/gophercloud/v2/openstack"
+	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/tokens"
+
+	"github.com/talosc/talosc/pkg/config"
+	"github.com/talosc/talosc/pkg/provider"
+)
+
+// Ownership tags (reference §5.1): every resource talosc creates carries
+// TagManagedBy and the cluster tag; node resources add role and pool.
+const (
+	TagManagedBy       = "managed-by=taloscluster"
+	TagLegacyManagedBy = "managed-by=clusterctl"
+)
+
+// ClusterTag is the tag naming the cluster a resource belongs to.
+func ClusterTag(cluster string) string { return "cluster=" + cluster }
+
+// RoleTag and PoolTag are the node resources' role and pool tags.
+func RoleTag(role string) string { return "role=" + role }
+
+// PoolTag is the node resources' pool tag.
+func PoolTag(pool string) string { return "pool=" + pool }
+
+// ClusterTags are the tags of every resource of cluster.
+func ClusterTags(cluster string) []string { return []string{TagManagedBy, ClusterTag(cluster)} }
+
+// NodeTags are the tags of a machine's resources (port, server).
+func NodeTags(m config.Machine, cluster string) []string {
+	return append(ClusterTags(cluster), RoleTag(m.Role), PoolTag(m.Pool))
+}
+
+// Owned reports whether tags carry the ownership markers of cluster (the
+// legacy managed-by marker is accepted on discovery).
+func Owned(tags []string, cluster string) bool {
+	var managed, ours bool
+	for _, t := range tags {
+		switch t {
+		case TagManagedBy, TagLegacyManagedBy:
+			managed = true
+		case ClusterTag(cluster):
+			ours = true
+		}
+	}
+	return managed && ours
+}
+
+// Compute microversions talosc needs: 2.52 for tags on create and tag
+// filters.
+const computeMicroversion = "2.52"
+
+// Defaults for Options.
+const (
+	DefaultRequestTimeout = 60 * time.Second
+	// DefaultWait bounds a wait for a resource to reach a state (server
+	// ACTIVE, volume gone): the reference's 900 s.
+	DefaultWait = 15 * time.Minute
+	// DefaultPoll is the interval between status reads while waiting.
+	DefaultPoll = 2 * time.Second
+)
+
+// Options tune a Cloud; the zero value is the reference's budgets.
+type Options struct {
+	// RequestTimeout bounds every API request (0: DefaultRequestTimeout).
+	RequestTimeout time.Duration
+	// Wait bounds every wait for a status (0: DefaultWait).
+	Wait time.Duration
+	// Poll is the status polling interval (0: DefaultPoll).
+	Poll time.Duration
+	// Retries is how many times a request failing with a transient error
+	// is retried (0: 4; negative: never).
+	Retries int
+	// HTTPClient's transport sends the requests; nil means a clone of
+	// http.DefaultTransport.
+	HTTPClient *http.Client
+	// Logf receives warnings and progress; nil discards them.
+	Logf func(format string, args ...any)
+}
+
+func (o Options) withDefaults() Options {
+	if o.RequestTimeout <= 0 {
+		o.RequestTimeout = DefaultRequestTimeout
+	}
+	if o.Wait <= 0 {
+		o.Wait = DefaultWait
+	}
+	if o.Poll <= 0 {
+		o.Poll = DefaultPoll
+	}
+	if o.Retries == 0 {
+		o.Retries = 4
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+	return o
+}
+
+// Cloud is an authenticated OpenStack session for one cluster's region. It
+// is safe for concurrent use.
+type Cloud struct {
+	opts    Options
+	url     string
+	region  string
+	project string
+	compute *gophercloud.ServiceClient
+	network *gophercloud.ServiceClient
+	image   *gophercloud.ServiceClient
+	volume  *gophercloud.ServiceClient
+}
+
+var _ provider.Cloud = (*Cloud)(nil)
+
+// Connect authenticates with cfg.OpenStack's application credential and
+// opens the compute, network, image and block-storage services of its
+// region. Credentials never appear in errors.
+func Connect(ctx context.Context, cfg *config.Cluster, o Options) (*Cloud, error) {
+	os := cfg.OpenStack
+	if os == nil {
+		return nil, errors.New("openstack: cluster.yaml has no openstack section")
+	}
+	if os.CredentialID == "" || os.CredentialSecret == "" {
+		return nil, errors.New("openstack: openstack.credential_id and openstack.credential_secret must be set (normally in secrets.yaml)")
+	}
+	o = o.withDefaults()
+	pc, err := gos.NewClient(os.URL)
+	if err != nil {
+		return nil, fmt.Errorf("openstack: openstack.url %q: %w", os.URL, err)
+	}
+	pc.HTTPClient = newHTTPClient(o)
+	pc.UserAgent.Prepend("talosc")
+	ctx, cancel := context.WithTimeout(ctx, o.RequestTimeout)
+	defer cancel()
+	err = gos.Authenticate(ctx, pc, gophercloud.AuthOptions{
+		IdentityEndpoint:            os.URL,
+		ApplicationCredentialID:     string(os.CredentialID),
+		ApplicationCredentialSecret: string(os.CredentialSecret),
+		AllowReauth:                 true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("openstack: authenticate at %s with the application credential (openstack.credential_id): %w", os.URL, err)
+	}
+	c := &Cloud{opts: o, url: os.URL, region: os.Region}
+	if r, ok := pc.GetAuthResult().(tokens.CreateResult); ok {
+		if p, err := r.ExtractProject(); err == nil && p != nil {
+			c.project = p.Name
+		}
+	}
+	eo := gophercloud.EndpointOpts{Region: os.Region}
+	services := []struct {
+		name string
+		dst  **gophercloud.ServiceClient
+		open func(*gophercloud.ProviderClient, gophercloud.EndpointOpts) (*gophercloud.ServiceClient, error)
+	}{
+		{"compute (nova)", &c.compute, gos.NewComputeV2},
+		{"network (neutron)", &c.network, gos.NewNetworkV2},
+		{"image (glance)", &c.image, gos.NewImageV2},
+		{"block-storage (cinder)", &c.volume, gos.NewBlockStorageV3},
+	}
+	for _, s := range services {
+		sc, err := s.open(pc, eo)
+		if err != nil {
+			return nil, fmt.Errorf("openstack: no %s service in region %q of the catalog at %s: %w", s.name, os.Region, os.URL, err)
+		}
+		*s.dst = sc
+	}
+	c.compute.Microversion = computeMicroversion
+	return c, nil
+}
+
+// Project is the application credential's project name.
+func (c *Cloud) Project() string { return c.project }
+
+// newHTTPClient bounds every request attempt by o.RequestTimeout and
+// retries transient failures (see retryTransport).
+func newHTTPClient(o Options) http.Client {
+	var rt http.RoundTripper = http.DefaultTransport.(*http.Transport).Clone() //nolint:forcetypeassert // the stdlib's default transport
+	if o.HTTPClient != nil && o.HTTPClient.Transport != nil {
+		rt = o.HTTPClient.Transport
+	}
+	return http.Client{Transport: &retryTransport{next: rt, retries: max(o.Retries, 0), timeout: o.RequestTimeout, logf: o.Logf}}
+}
+
+// wrap names the operation and resource in an error from gophercloud.
+func wrap(err error, format string, args ...any) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), err)
+}
+
+// isNotFound reports a 404 from any service.
+func isNotFound(err error) bool {
+	return gophercloud.ResponseCodeIs(err, http.StatusNotFound)
+}
+
+// isConflict reports a 409 from any service.
+func isConflict(err error) bool {
+	return gophercloud.ResponseCodeIs(err, http.StatusConflict)
+}
+
+// tagsNotAllowedInPost reports Neutron's refusal of tags in a create
+// (clouds before the tag-on-create extension, reference I-F2).
+func tagsNotAllowedInPost(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "not allowed in post")
+}

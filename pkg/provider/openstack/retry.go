@@ -1,0 +1,106 @@
+package openstack
+
+import (
+	"context"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"syscall"
+	"time"
+)
+
+// retryTransport bounds every attempt of a request by timeout and retries
+// attempts that failed transiently: any method on 502, 503 and 504 (the
+// request did not reach the service) or a refused connection; idempotent
+// methods (GET, HEAD, PUT, DELETE) also on 500, on a timed-out attempt and
+// on other transport errors. A request whose body cannot be replayed (a
+// streamed image upload) gets one attempt. Backoff is jittered, 250 ms
+// doubling to 4 s. The caller's own context ends everything.
+type retryTransport struct {
+	next    http.RoundTripper
+	retries int
+	timeout time.Duration
+	logf    func(format string, args ...any)
+}
+
+func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	retries := t.retries
+	if req.Body != nil && req.Body != http.NoBody && req.GetBody == nil {
+		retries = 0
+	}
+	backoff := 250 * time.Millisecond
+	for attempt := 0; ; attempt++ {
+		resp, err := t.attempt(req, attempt)
+		if attempt >= retries || req.Context().Err() != nil || !transient(req.Method, resp, err) {
+			return resp, err
+		}
+		what := "no answer"
+		if err == nil {
+			what = resp.Status
+			drain(resp.Body)
+		}
+		t.logf("openstack: %s %s: %s; retrying (%d of %d)", req.Method, req.URL.Path, what, attempt+1, retries)
+		sleep := backoff/2 + rand.N(backoff/2+1) //nolint:gosec // jitter, not security
+		select {
+		case <-req.Context().Done():
+			return nil, req.Context().Err()
+		case <-time.After(sleep):
+		}
+		backoff = min(2*backoff, 4*time.Second)
+	}
+}
+
+// attempt sends one try of req under its own timeout, which ends when the
+// response body is closed.
+func (t *retryTransport) attempt(req *http.Request, n int) (*http.Response, error) {
+	ctx, cancel := context.WithTimeout(req.Context(), t.timeout)
+	r := req.Clone(ctx)
+	if n > 0 && req.GetBody != nil {
+		body, err := req.GetBody()
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		r.Body = body
+	}
+	resp, err := t.next.RoundTrip(r)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel}
+	return resp, nil
+}
+
+// transient reports a failure worth retrying for method.
+func transient(method string, resp *http.Response, err error) bool {
+	idempotent := method == http.MethodGet || method == http.MethodHead || method == http.MethodPut || method == http.MethodDelete
+	if err != nil {
+		return idempotent || errors.Is(err, syscall.ECONNREFUSED)
+	}
+	switch resp.StatusCode {
+	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	case http.StatusInternalServerError:
+		return idempotent
+	}
+	return false
+}
+
+// cancelBody ends an attempt's context when its body is closed.
+type cancelBody struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (b *cancelBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel()
+	return err
+}
+
+func drain(body io.ReadCloser) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(body, 64<<10))
+	_ = body.Close()
+}

@@ -1,0 +1,50 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/talosc/talosc/pkg/state"
+)
+
+// Plan records the changes of one phase run. Providers and phases mutate
+// only through Do: in a dry run Do records the change and does nothing, so
+// plan is converge with the mutations left out. Plan is safe for
+// concurrent use (machines are created concurrently).
+type Plan struct {
+	// DryRun records changes without making them.
+	DryRun bool
+	// Progress, when set, is told about each change as it starts (a real
+	// run) or is planned (a dry run).
+	Progress func(c state.Change)
+
+	mu      sync.Mutex
+	changes []state.Change
+}
+
+// Do makes change c by calling fn, unless the plan is a dry run, and
+// records it. A failed fn records nothing and returns its error wrapped with
+// the change ("create openstack:network mycluster-net: ...").
+func (p *Plan) Do(ctx context.Context, c state.Change, fn func(context.Context) error) error {
+	if p.Progress != nil {
+		p.Progress(c)
+	}
+	if !p.DryRun {
+		if err := fn(ctx); err != nil {
+			return fmt.Errorf("%s %s %s: %w", c.Action, c.Kind, c.Name, err)
+		}
+	}
+	p.mu.Lock()
+	p.changes = append(p.changes, c)
+	p.mu.Unlock()
+	return nil
+}
+
+// Changes returns the recorded changes, in the order they completed.
+func (p *Plan) Changes() []state.Change {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.changes)
+}

@@ -1,0 +1,202 @@
+package provider
+
+import (
+	"context"
+	"io"
+	"net/netip"
+
+	"github.com/talosc/talosc/pkg/config"
+)
+
+// The provider seam: what the image, net and nodes phases ask of a cloud.
+// Every method that can mutate takes a *Plan and mutates only through
+// Plan.Do, so a dry run (plan) observes the cloud and records the same
+// changes without making them. Every call is bounded by the provider's
+// per-request timeout; errors name the operation and the resource.
+
+// ImageSpec is the shared boot image a cluster boots new machines from.
+type ImageSpec struct {
+	// Name is the image name (factory.BootImageName).
+	Name string
+	// TalosVersion and SchematicID identify the image (recorded as image
+	// properties on OpenStack).
+	TalosVersion string
+	SchematicID  string
+	// Artifact is the Image Factory artifact (factory.BootArtifact), e.g.
+	// "openstack-amd64.raw.xz".
+	Artifact string
+	// URL is the artifact's Image Factory URL, for providers that download
+	// it themselves (Proxmox download-url).
+	URL string
+	// Fetch streams the artifact as served (still compressed) into dst; a
+	// truncated download is an error. Providers that upload call it.
+	Fetch func(ctx context.Context, dst io.Writer) (int64, error)
+}
+
+// Image is the result of ensuring or finding the boot image.
+type Image struct {
+	// ID is the provider's id (Glance image id; Proxmox volid).
+	ID string `json:"id"`
+	// Name is the image name.
+	Name string `json:"name"`
+	// Status is the provider's status ("active").
+	Status string `json:"status,omitempty"`
+}
+
+// Images keeps the shared boot image.
+type Images interface {
+	// EnsureImage finds the image by name, or creates it (through plan).
+	// In a dry run a missing image is returned with an empty ID.
+	EnsureImage(ctx context.Context, spec ImageSpec, plan *Plan) (Image, error)
+	// FindImage finds the image by name; ok is false when it is missing.
+	FindImage(ctx context.Context, spec ImageSpec) (img Image, ok bool, err error)
+}
+
+// MachineNet is one desired machine as the network phase sees it.
+type MachineNet struct {
+	Hostname string
+	Role     string // config.RoleControlPlane or config.RoleWorker
+	Pool     string
+}
+
+// NetworkSpec is what the network phase reconciles.
+type NetworkSpec struct {
+	Cluster *config.Cluster
+	// Machines are every desired machine, control planes first.
+	Machines []MachineNet
+}
+
+// Endpoint is one service address: the fixed VIP inside the cluster
+// network and the address clients use (OpenStack: the floating IP).
+type Endpoint struct {
+	VIP        netip.Addr `json:"vip,omitzero"`
+	Advertised string     `json:"advertised,omitempty"`
+	// Reserved names the provider resource holding the VIP (port id).
+	Reserved string `json:"reserved,omitempty"`
+}
+
+// MachineAddress is one machine's network attachment.
+type MachineAddress struct {
+	Hostname string     `json:"hostname"`
+	Address  netip.Addr `json:"address,omitzero"`
+	// Attachment is the provider resource (OpenStack port id; Proxmox NIC).
+	Attachment string `json:"attachment,omitempty"`
+}
+
+// NetworkResult is what the network phase hands to the nodes phase.
+type NetworkResult struct {
+	Kubernetes Endpoint `json:"kubernetes"`
+	Ingress    Endpoint `json:"ingress"`
+	// Network and Subnet are the provider ids of the cluster network.
+	Network string `json:"network,omitempty"`
+	Subnet  string `json:"subnet,omitempty"`
+	// SecurityGroup is the cluster security group id.
+	SecurityGroup string `json:"securityGroup,omitempty"`
+	// Machines are the desired machines' attachments, in desired order.
+	Machines []MachineAddress `json:"machines,omitempty"`
+}
+
+// Networks keeps the cluster network, security and endpoints.
+type Networks interface {
+	// ReconcileNetwork makes the network match spec (through plan): adds
+	// before deletes, adopts nothing without the ownership markers, and
+	// reclaims attachments of undesired machines that have no server.
+	ReconcileNetwork(ctx context.Context, spec NetworkSpec, plan *Plan) (*NetworkResult, error)
+	// CurrentNetwork reads the network without changing anything; missing
+	// pieces are zero values.
+	CurrentNetwork(ctx context.Context, spec NetworkSpec) (*NetworkResult, error)
+	// DestroyNetwork removes every owned network resource (through plan).
+	DestroyNetwork(ctx context.Context, cluster *config.Cluster, plan *Plan) error
+}
+
+// Machine is one owned machine found in the provider inventory.
+type Machine struct {
+	Hostname string `json:"hostname"`
+	// ID is the provider id (Nova server id; Proxmox VMID).
+	ID     string `json:"id"`
+	Role   string `json:"role,omitempty"`
+	Pool   string `json:"pool,omitempty"`
+	Status string `json:"status,omitempty"`
+	// Address is the machine's cluster address when known.
+	Address netip.Addr `json:"address,omitzero"`
+	// Flavor, DiskGB and Zone are what the machine was created with
+	// (OpenStack), compared against the desired pool by ValidateMachines.
+	Flavor string `json:"flavor,omitempty"`
+	DiskGB int    `json:"diskGB,omitempty"`
+	Zone   string `json:"zone,omitempty"`
+}
+
+// Inventory is every owned machine of one cluster.
+type Inventory struct {
+	Machines []Machine `json:"machines"`
+}
+
+// Hostnames returns the owned machines' hostnames, in inventory order.
+func (inv *Inventory) Hostnames() []string {
+	out := make([]string, len(inv.Machines))
+	for i, m := range inv.Machines {
+		out[i] = m.Hostname
+	}
+	return out
+}
+
+// Find returns the owned machine with hostname.
+func (inv *Inventory) Find(hostname string) (Machine, bool) {
+	for _, m := range inv.Machines {
+		if m.Hostname == hostname {
+			return m, true
+		}
+	}
+	return Machine{}, false
+}
+
+// MachineSpec is one machine to create.
+type MachineSpec struct {
+	Machine config.Machine
+	// Config is the machine's Talos configuration (user data).
+	Config []byte
+	// Image is the boot image.
+	Image Image
+	// Attachment is the machine's network attachment from the network phase.
+	Attachment MachineAddress
+}
+
+// Compute keeps the cluster's machines.
+type Compute interface {
+	// Inventory lists the cluster's owned machines (found by ownership
+	// markers, never by name alone).
+	Inventory(ctx context.Context, cluster *config.Cluster) (*Inventory, error)
+	// ValidateMachines refuses changes the provider cannot make in place
+	// to existing machines (OpenStack: flavor, disk, availability zone),
+	// naming the key and the way out. It mutates nothing.
+	ValidateMachines(ctx context.Context, cluster *config.Cluster, desired []config.Machine, inv *Inventory) error
+	// CreateMachines creates the missing machines concurrently (through
+	// plan) and returns them as created.
+	CreateMachines(ctx context.Context, cluster *config.Cluster, specs []MachineSpec, plan *Plan) ([]Machine, error)
+	// DestroyMachines deletes every owned machine and waits until they are
+	// gone (through plan).
+	DestroyMachines(ctx context.Context, cluster *config.Cluster, inv *Inventory, plan *Plan) error
+}
+
+// Status is what the provider reports for status: its endpoint (never a
+// credential) and what it owns, by kind.
+type Status struct {
+	// Summary is the provider line: "openstack: <url> (region r, project p)".
+	Summary string `json:"summary"`
+	// Details are provider facts (url, region, project).
+	Details map[string]string `json:"details,omitempty"`
+	// Resources counts owned resources by kind ("servers": 5).
+	Resources map[string]int `json:"resources,omitempty"`
+}
+
+// Cloud is a whole provider: every phase's part plus status.
+type Cloud interface {
+	Images
+	Networks
+	Compute
+	// Status reports the provider and its owned resources.
+	Status(ctx context.Context, cluster *config.Cluster) (*Status, error)
+	// Project is the credential's project name (OpenStack), "" if none;
+	// it becomes the ncsa/project node label.
+	Project() string
+}
