@@ -34,9 +34,16 @@ func (k *kubernetes) onBootstrap(info talosnode.BootstrapInfo) {
 		l.logf("kubernetes for %s: endpoint host %q is not an address", info.ClusterName, host)
 		return
 	}
+	sans := []netip.Addr{vip}
+	for _, s := range info.CertSANs {
+		if a, err := netip.ParseAddr(s); err == nil {
+			sans = append(sans, a)
+		}
+	}
 	if fixed, ok := l.nat.target(vip); ok { // the endpoint is a floating IP: serve on the VIP behind it
 		vip = fixed
 	}
+	l.vips.bootstrapped(info.ClusterName, vip)
 	dataDir := filepath.Join(l.dataDir, "kubernetes-"+info.ClusterName)
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		l.logf("kubernetes for %s: %v", info.ClusterName, err)
@@ -48,6 +55,7 @@ func (k *kubernetes) onBootstrap(info talosnode.BootstrapInfo) {
 		Address:   net.JoinHostPort(vip.String(), strconv.Itoa(6443)),
 		CACertPEM: info.CACert,
 		CAKeyPEM:  info.CAKey,
+		ExtraSANs: sans,
 		DataDir:   dataDir,
 		Injector:  l.inj,
 		Recorder:  l.rec,
@@ -57,6 +65,7 @@ func (k *kubernetes) onBootstrap(info talosnode.BootstrapInfo) {
 		l.logf("kubernetes for %s: %v", info.ClusterName, err)
 		return
 	}
+	l.vips.attach(info.ClusterName, srv)
 	k.mu.Lock()
 	k.servers[info.ClusterName] = srv
 	k.mu.Unlock()

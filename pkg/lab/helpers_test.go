@@ -125,8 +125,13 @@ func (c *osCluster) port(name string) *ports.Port {
 // boot creates machine m's port and server and waits until it is ACTIVE.
 func (c *osCluster) boot(m config.Machine) (serverID, addr string) {
 	c.tb.Helper()
+	return c.bootOn(m, c.port(m.Hostname))
+}
+
+// bootOn creates machine m's server on port p and waits until it is ACTIVE.
+func (c *osCluster) bootOn(m config.Machine, p *ports.Port) (serverID, addr string) {
+	c.tb.Helper()
 	ctx := c.tb.Context()
-	p := c.port(m.Hostname)
 	mc, err := machineconfig.Generate(machineconfig.Input{
 		Cluster: c.cfg, Secrets: c.id.Bundle(), AdvertisedAddress: c.vip, VIP: netip.MustParseAddr(c.vip), Installers: c.installers,
 	}, machineconfig.Node{Machine: m, TalosVersion: c.cfg.Talos.Version, KubernetesVersion: c.cfg.Kubernetes.Version, MACs: []string{p.MACAddress}})

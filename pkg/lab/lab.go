@@ -5,11 +5,13 @@
 package lab
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -38,12 +40,21 @@ const (
 	NewestTalosVersion  = "v1.14.1"
 )
 
+// DefaultVIPFailover is how long an API VIP stays unowned after its owner
+// went down: about the etcd lease a Talos control plane waits out before
+// it takes the VIP over.
+const DefaultVIPFailover = time.Second
+
 // Options configure a Lab.
 type Options struct {
 	// Provider is "openstack" or "proxmox": the cloud the lab simulates.
 	Provider string
 	// NodesBoot is how long a simulated node takes to boot.
 	NodesBoot time.Duration
+	// VIPFailover is how long a cluster's API VIP stays unowned (the API
+	// refuses connections) after its owner went down, before another
+	// control plane takes it; 0 means DefaultVIPFailover.
+	VIPFailover time.Duration
 	// Knobs are the fault knobs (latency, error rates, hangs, scripted faults).
 	Knobs labnet.Knobs
 	// TalosVersions are what the Image Factory lists.
@@ -56,6 +67,11 @@ type Options struct {
 	// ArgoCD starts the argocd plugin's management cluster: a second real
 	// kube-apiserver with the ArgoCD CRDs (about 4 s and 300 MB more).
 	ArgoCD bool
+	// ClusterCIDR is the cluster network of the directory WriteClusterDir
+	// writes for OpenStack (default 127.16.0.0/24), and ExternalCIDR the
+	// lab OpenStack's external network (default 127.202.0.0/24): labs
+	// running side by side in one process need their own.
+	ClusterCIDR, ExternalCIDR string
 	// Follow, when set, makes the lab follow a real OpenStack instead of
 	// simulating one (Provider is then "openstack"): see FollowOptions.
 	Follow *FollowOptions
@@ -69,20 +85,22 @@ type Endpoint struct {
 
 // Lab is a running lab.
 type Lab struct {
-	opts     Options
-	ctx      context.Context
-	cancel   context.CancelFunc
-	dataDir  string
-	logf     func(format string, args ...any)
-	nat      *nat
-	fleet    *talosnode.Fleet
-	kube     *kubernetes
-	rec      *labnet.Recorder
-	inj      *labnet.Injector
-	started  time.Time
-	mu       sync.Mutex
-	services []Endpoint
-	closers  []func() error
+	opts      Options
+	ctx       context.Context
+	cancel    context.CancelFunc
+	dataDir   string
+	logf      func(format string, args ...any)
+	nat       *nat
+	fleet     *talosnode.Fleet
+	kube      *kubernetes
+	vips      *vips
+	nodeKnobs *nodeKnobs
+	rec       *labnet.Recorder
+	inj       *labnet.Injector
+	started   time.Time
+	mu        sync.Mutex
+	services  []Endpoint
+	closers   []func() error
 	// Factory is the Image Factory.
 	Factory *imagefactory.Factory
 	// OpenStack is the simulated OpenStack (provider "openstack").
@@ -95,7 +113,7 @@ type Lab struct {
 	Rancher *rancher.Server
 	// Follower follows a real OpenStack (Options.Follow).
 	Follower *Follower
-	dhcp     *dhcp
+	bridge   *bridge
 }
 
 // Start starts every service of the lab.
@@ -159,9 +177,12 @@ func (l *Lab) start(o Options) error {
 		Timing:      timing,
 		Schematics:  l.schematic,
 		OnBootstrap: l.kube.onBootstrap,
-		OnEvent:     l.kube.onNodeEvent,
+		OnEvent:     l.onNodeEvent,
 	})
-	l.closers = append(l.closers, l.fleet.Close)
+	l.vips = &vips{lab: l, delay: cmp.Or(o.VIPFailover, DefaultVIPFailover), byCluster: map[string]*vip{}}
+	l.nodeKnobs = &nodeKnobs{fleet: l.fleet, pending: map[netip.Addr]talosnode.Knobs{}}
+	// closers run backwards: the VIPs stop before the fleet powers off
+	l.closers = append(l.closers, l.fleet.Close, l.vips.close)
 	switch {
 	case o.Follow != nil:
 		return l.startFollow(*o.Follow)
@@ -172,6 +193,12 @@ func (l *Lab) start(o Options) error {
 	default:
 		return fmt.Errorf("lab provider %q: choose %s or %s", o.Provider, ProviderOpenStack, ProviderProxmox)
 	}
+}
+
+// onNodeEvent moves the VIPs, then mirrors the node into its Kubernetes.
+func (l *Lab) onNodeEvent(ev talosnode.Event) {
+	l.vips.onNodeEvent(ev)
+	l.kube.onNodeEvent(ev)
 }
 
 // schematic tells the Talos nodes which extensions a schematic carries.
@@ -226,6 +253,8 @@ type Status struct {
 	Mutations    int            `json:"mutations"`
 	CallsBy      map[string]int `json:"callsByService"`
 	CriticalPath string         `json:"criticalPath"`
+	// VIPs are the clusters' API VIPs and their owners.
+	VIPs []VIPStatus `json:"vips,omitempty"`
 }
 
 // Status reports the lab's services and call counts.
@@ -243,25 +272,75 @@ func (l *Lab) Status() Status {
 		Mutations:    len(l.rec.Mutations()),
 		CallsBy:      by,
 		CriticalPath: l.rec.CriticalPath().String(),
+		VIPs:         l.vips.status(),
 	}
 }
 
-// ControlHandler serves the lab's control API: GET /status, GET /calls,
-// PUT /knobs (JSON labnet.Knobs).
+// ControlHandler serves the lab's control API:
+//
+//   - GET /status: Status.
+//   - GET /calls: every recorded call.
+//   - PUT /knobs: the API faults of every service (JSON labnet.Knobs).
+//   - GET /nodes: every Talos node's talosnode.NodeStatus, by address.
+//   - PUT /nodes/{address}/knobs: one node's scripted faults, replacing
+//     its knobs (JSON talosnode.Knobs, e.g. {"neverBoots": true},
+//     {"resetFails": "disk busy"}, {"neverLeavesEtcd": true},
+//     {"rebootDown": "30s"}: a Go duration); 204 when set, 404 when no node
+//     runs at the address, 400 for bad JSON or an address outside
+//     127.0.0.0/8. With ?pending=true the knobs of an address without a
+//     node wait for the next node that boots there (202).
 func (l *Lab) ControlHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, l.Status()) })
 	mux.HandleFunc("GET /calls", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, l.rec.Calls()) })
 	mux.HandleFunc("PUT /knobs", func(w http.ResponseWriter, r *http.Request) {
 		var k labnet.Knobs
-		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&k); err != nil {
-			http.Error(w, fmt.Sprintf("knobs: %v", err), http.StatusBadRequest)
+		if !readJSON(w, r, "knobs", &k) {
 			return
 		}
 		l.inj.Set(k)
 		w.WriteHeader(http.StatusNoContent)
 	})
+	mux.HandleFunc("GET /nodes", func(w http.ResponseWriter, _ *http.Request) {
+		nodes := l.fleet.Nodes()
+		out := make([]talosnode.NodeStatus, len(nodes))
+		for i, n := range nodes {
+			out[i] = n.Status()
+		}
+		writeJSON(w, out)
+	})
+	mux.HandleFunc("PUT /nodes/{address}/knobs", func(w http.ResponseWriter, r *http.Request) {
+		addr, err := netip.ParseAddr(r.PathValue("address"))
+		if err == nil {
+			err = labnet.CheckLoopback(addr.String())
+		}
+		if err != nil {
+			http.Error(w, fmt.Sprintf("node address: %v", err), http.StatusBadRequest)
+			return
+		}
+		var k talosnode.Knobs
+		if !readJSON(w, r, "node knobs", &k) {
+			return
+		}
+		switch now, later := l.nodeKnobs.set(addr, k, r.URL.Query().Get("pending") == "true"); {
+		case now:
+			w.WriteHeader(http.StatusNoContent)
+		case later:
+			w.WriteHeader(http.StatusAccepted)
+		default:
+			http.Error(w, fmt.Sprintf("no Talos node at %s (?pending=true keeps the knobs for the next one)", addr), http.StatusNotFound)
+		}
+	})
 	return mux
+}
+
+// readJSON decodes the request body into v, answering 400 when it cannot.
+func readJSON(w http.ResponseWriter, r *http.Request, what string, v any) bool {
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(v); err != nil {
+		http.Error(w, fmt.Sprintf("%s: %v", what, err), http.StatusBadRequest)
+		return false
+	}
+	return true
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -9,7 +10,6 @@ import (
 	"time"
 
 	"github.com/talosc/talosc/pkg/lab/openstack"
-	"github.com/talosc/talosc/pkg/lab/talosnode"
 )
 
 // startOpenStack runs the simulated OpenStack and boots a Talos node for
@@ -17,11 +17,12 @@ import (
 // address; floating IPs are served as NAT would.
 func (l *Lab) startOpenStack() error {
 	cloud, err := openstack.Start(l.ctx, openstack.Config{
-		BootDelay:   50 * time.Millisecond,
-		DeleteDelay: 50 * time.Millisecond,
-		OnEvent:     l.onOpenStack,
-		Injector:    l.inj,
-		Recorder:    l.rec,
+		BootDelay:    50 * time.Millisecond,
+		DeleteDelay:  50 * time.Millisecond,
+		OnEvent:      l.onOpenStack,
+		Injector:     l.inj,
+		Recorder:     l.rec,
+		ExternalCIDR: l.opts.ExternalCIDR,
 	})
 	if err != nil {
 		return err
@@ -61,7 +62,7 @@ func (l *Lab) onOpenStack(ev openstack.Event) {
 // bootServer boots the Talos node of an ACTIVE server on addr from its
 // user_data; both the simulated OpenStack and a followed real one use it.
 func (l *Lab) bootServer(name string, addr netip.Addr, userData []byte) error {
-	if _, err := l.fleet.Boot(addr, userData, talosnode.Knobs{}); err != nil {
+	if err := l.nodeKnobs.boot(addr, userData); err != nil {
 		l.logf("openstack: boot %s on %s: %v", name, addr, err)
 		return err
 	}
@@ -120,7 +121,8 @@ openstack:
   region: %s
 network:
   cluster:
-    cidr: 127.16.0.0/24
+    cidr: %s
+    mtu: 1450 # the lab's Neutron (like VXLAN clouds) allows no more
   dns: []
   ntp: [127.0.0.123]
 security:
@@ -128,7 +130,7 @@ security:
     lab: 127.0.0.0/8
   talos:
     lab: 127.0.0.0/8
-`, name, DefaultTalosVersion, l.OpenStack.AuthURL(), l.OpenStack.Region())
+`, name, DefaultTalosVersion, l.OpenStack.AuthURL(), l.OpenStack.Region(), cmp.Or(l.opts.ClusterCIDR, "127.16.0.0/24"))
 	secrets := fmt.Sprintf("openstack:\n  credential_id: %s\n  credential_secret: %s\n", cred.ID, cred.Secret)
 	return writeFiles(dir, []file{
 		{"cluster.yaml", []byte(cluster)},

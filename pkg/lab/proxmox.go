@@ -5,65 +5,86 @@ import (
 	"net/netip"
 	"sync"
 
+	"github.com/talosc/talosc/pkg/lab/labnet"
 	"github.com/talosc/talosc/pkg/lab/proxmox"
 	"github.com/talosc/talosc/pkg/lab/talosnode"
 )
 
 // proxmoxBridgeCIDR is the subnet the lab's bridge vmbr0 hands out by DHCP:
-// every started VM gets the next free address from .11 up; .2 is left for
-// the API VIP.
+// every started VM without a static address gets the next free address
+// from .11 up; .2 is left for the API VIP.
 const proxmoxBridgeCIDR = "127.20.0.0/24"
 
-// dhcp leases loopback addresses of the bridge subnet to VMs.
-type dhcp struct {
+// bridge is the lab's vmbr0: the address of every started VM, static (from
+// its machine config) or leased by the bridge's DHCP from the bridge subnet.
+type bridge struct {
 	mu     sync.Mutex
 	prefix netip.Prefix
-	leases map[int]netip.Addr // by VMID
+	addrs  map[int]netip.Prefix // by VMID
 }
 
-// lease returns vmid's address, leasing a new one on first use.
-func (d *dhcp) lease(vmid int) (netip.Addr, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if a, ok := d.leases[vmid]; ok {
-		return a, nil
-	}
-	used := map[netip.Addr]bool{}
-	for _, a := range d.leases {
-		used[a] = true
-	}
-	a := d.prefix.Addr()
-	for range 10 {
-		a = a.Next()
-	}
-	for ; d.prefix.Contains(a); a = a.Next() {
-		if !used[a] {
-			d.leases[vmid] = a
-			return a, nil
+// attach returns the address of VM vmid: static when valid (unless another
+// VM has it), else its lease (a new one on first use).
+func (b *bridge) attach(vmid int, static netip.Prefix) (netip.Prefix, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	used := map[netip.Addr]int{}
+	for id, a := range b.addrs {
+		if id != vmid {
+			used[a.Addr()] = id
 		}
 	}
-	return netip.Addr{}, fmt.Errorf("dhcp: %s is exhausted", d.prefix)
+	if static.IsValid() {
+		if id, taken := used[static.Addr()]; taken {
+			return netip.Prefix{}, fmt.Errorf("static address %s is VM %d's", static.Addr(), id)
+		}
+		b.addrs[vmid] = static
+		return static, nil
+	}
+	if a, ok := b.addrs[vmid]; ok && b.prefix.Contains(a.Addr()) {
+		return a, nil
+	}
+	a := b.prefix.Addr()
+	for range 11 { // leases start at .11
+		a = a.Next()
+	}
+	for ; b.prefix.Contains(a); a = a.Next() {
+		if _, taken := used[a]; !taken {
+			b.addrs[vmid] = netip.PrefixFrom(a, b.prefix.Bits())
+			return b.addrs[vmid], nil
+		}
+	}
+	return netip.Prefix{}, fmt.Errorf("dhcp: %s is exhausted", b.prefix)
 }
 
-func (d *dhcp) release(vmid int) (netip.Addr, bool) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	a, ok := d.leases[vmid]
-	delete(d.leases, vmid)
-	return a, ok
+// address is VM vmid's address.
+func (b *bridge) address(vmid int) (netip.Addr, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	a, ok := b.addrs[vmid]
+	return a.Addr(), ok
+}
+
+// release forgets VM vmid and returns its address.
+func (b *bridge) release(vmid int) (netip.Addr, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	a, ok := b.addrs[vmid]
+	delete(b.addrs, vmid)
+	return a.Addr(), ok
 }
 
 // startProxmox runs the simulated Proxmox VE: a started VM boots a Talos node
-// from the user-data of its cidata ISO, on an address the bridge's DHCP
-// leases (which the guest agent then reports); stopping or deleting the VM
-// takes the node down.
+// from the user-data of its cidata ISO, on the static address of its machine
+// config or else one the bridge's DHCP leases (which the guest agent then
+// reports); stopping or deleting the VM takes the node down.
 func (l *Lab) startProxmox() error {
 	pve, err := proxmox.Start(l.ctx, proxmox.Options{Injector: l.inj, Recorder: l.rec})
 	if err != nil {
 		return err
 	}
 	l.Proxmox = pve
-	l.dhcp = &dhcp{prefix: netip.MustParsePrefix(proxmoxBridgeCIDR), leases: map[int]netip.Addr{}}
+	l.bridge = &bridge{prefix: netip.MustParsePrefix(proxmoxBridgeCIDR), addrs: map[int]netip.Prefix{}}
 	pve.OnEvent(l.onProxmox)
 	l.add(Endpoint{Name: "proxmox", URL: pve.URL}, pve.Close)
 	return nil
@@ -72,43 +93,60 @@ func (l *Lab) startProxmox() error {
 func (l *Lab) onProxmox(ev proxmox.Event) {
 	switch ev.Kind { //nolint:exhaustive // a created VM boots only when started
 	case proxmox.VMStarted:
-		_, nc, err := l.Proxmox.CidataISO(ev.VMID)
-		if err != nil || len(nc.UserData()) == 0 {
-			l.logf("proxmox: VM %d (%s) has no cidata user-data; no Talos node boots", ev.VMID, ev.Name)
-			return
-		}
-		addr, err := l.dhcp.lease(ev.VMID)
-		if err != nil {
-			l.logf("proxmox: VM %d: %v", ev.VMID, err)
-			return
-		}
-		if n, ok := l.fleet.Node(addr); ok {
-			n.PowerOn()
-		} else if _, err := l.fleet.Boot(addr, nc.UserData(), talosnode.Knobs{}); err != nil {
-			l.logf("proxmox: boot VM %d on %s: %v", ev.VMID, addr, err)
-			return
-		}
-		if err := l.Proxmox.SetGuestAddress(ev.VMID, netip.PrefixFrom(addr, l.dhcp.prefix.Bits())); err != nil {
-			l.logf("proxmox: guest agent of VM %d: %v", ev.VMID, err)
-		}
+		l.startVM(ev)
 	case proxmox.VMStopped:
-		if addr, ok := l.dhcp.leased(ev.VMID); ok {
+		if addr, ok := l.bridge.address(ev.VMID); ok {
 			if n, ok := l.fleet.Node(addr); ok {
 				n.PowerOff()
 			}
 		}
 	case proxmox.VMDeleted:
-		if addr, ok := l.dhcp.release(ev.VMID); ok {
+		if addr, ok := l.bridge.release(ev.VMID); ok {
 			l.fleet.Destroy(addr)
 		}
 	}
 }
 
-func (d *dhcp) leased(vmid int) (netip.Addr, bool) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	a, ok := d.leases[vmid]
-	return a, ok
+// startVM boots (or powers on) the Talos node of a started VM and reports
+// its address through the guest agent.
+func (l *Lab) startVM(ev proxmox.Event) {
+	_, nc, err := l.Proxmox.CidataISO(ev.VMID)
+	if err != nil || len(nc.UserData()) == 0 {
+		l.logf("proxmox: VM %d (%s) has no cidata user-data; no Talos node boots", ev.VMID, ev.Name)
+		return
+	}
+	static, err := staticAddress(nc.UserData())
+	if err != nil {
+		l.logf("proxmox: VM %d (%s): %v; no Talos node boots", ev.VMID, ev.Name, err)
+		return
+	}
+	addr, err := l.bridge.attach(ev.VMID, static)
+	if err != nil {
+		l.logf("proxmox: VM %d: %v", ev.VMID, err)
+		return
+	}
+	if n, ok := l.fleet.Node(addr.Addr()); ok {
+		n.PowerOn()
+	} else if err := l.nodeKnobs.boot(addr.Addr(), nc.UserData()); err != nil {
+		l.logf("proxmox: boot VM %d on %s: %v", ev.VMID, addr.Addr(), err)
+		return
+	}
+	if err := l.Proxmox.SetGuestAddress(ev.VMID, addr); err != nil {
+		l.logf("proxmox: guest agent of VM %d: %v", ev.VMID, err)
+	}
+}
+
+// staticAddress is the static link address of a machine config (the first
+// one), or none for a DHCP node; it must be a loopback address.
+func staticAddress(config []byte) (netip.Prefix, error) {
+	addrs, err := talosnode.StaticAddresses(config)
+	if err != nil || len(addrs) == 0 {
+		return netip.Prefix{}, err
+	}
+	if err := labnet.CheckLoopback(addrs[0].Addr().String()); err != nil {
+		return netip.Prefix{}, fmt.Errorf("static address: %w", err)
+	}
+	return addrs[0], nil
 }
 
 // writeProxmoxDir writes a cluster directory for the lab's Proxmox VE: the

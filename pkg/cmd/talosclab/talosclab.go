@@ -79,8 +79,24 @@ func newUpCommand(s cli.Streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Start the lab and serve until interrupted",
+		Long: `Start the lab and serve until interrupted. Its control API (the "control"
+address in ` + StateFile + `) takes:
+
+  GET /status                  what "talosc-lab status" shows
+  GET /calls                   every call the lab answered
+  PUT /knobs                   API faults of every service (latency, error rate, scripted faults)
+  GET /nodes                   every Talos node, by address
+  PUT /nodes/ADDRESS/knobs     one node's scripted faults, replacing its knobs:
+                               {"neverBoots": true}, {"resetFails": "MESSAGE"},
+                               {"neverLeavesEtcd": true}, {"etcdNeverStarts": true},
+                               {"rebootDown": "30s"} (a Go duration); 404 without a
+                               node there, unless ?pending=true keeps them for the
+                               next node to boot at ADDRESS`,
 		Example: `  # Start a lab OpenStack and a cluster directory for it in ./lab
-  talosc-lab up --provider openstack -C lab`,
+  talosc-lab up --provider openstack -C lab
+
+  # Make the node that boots next at 127.16.0.12 never boot
+  curl -X PUT -d '{"neverBoots": true}' "$(jq -r .control lab/` + StateFile + `)/nodes/127.16.0.12/knobs?pending=true"`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.Provider != "openstack" && o.Provider != "proxmox" {
@@ -222,6 +238,13 @@ func runStatus(ctx context.Context, s cli.Streams, dir, output string) error {
 	}
 	for _, svc := range slices.Sorted(maps.Keys(status.CallsBy)) {
 		fmt.Fprintf(s.Out, "  calls to %-13s %d\n", svc, status.CallsBy[svc])
+	}
+	for _, v := range status.VIPs {
+		owner := "nobody (the API refuses connections)"
+		if v.Owner.IsValid() {
+			owner = v.Owner.String()
+		}
+		fmt.Fprintf(s.Out, "  vip %s of %s owned by %s\n", v.Address, v.Cluster, owner)
 	}
 	return nil
 }

@@ -2,7 +2,8 @@
 // (ids computed exactly like the real factory), GET /schematics/<id>,
 // GET /versions, and GET /image/<id>/<version>/<artifact> serving a small,
 // deterministic artifact for every known schematic and version (or bytes a
-// test registered). It listens on loopback only, records every call and
+// test registered); artifacts named *.xz are real xz streams of the
+// placeholder, so clients prove their decompression. It listens on loopback only, records every call and
 // honours the lab's fault knobs.
 //
 // Not simulated: overlays, SecureBoot signing, PXE/kernel/initramfs
@@ -11,6 +12,7 @@
 package imagefactory
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -24,6 +26,7 @@ import (
 	"sync"
 
 	ifschematic "github.com/siderolabs/image-factory/pkg/schematic"
+	"github.com/ulikunitz/xz"
 
 	"github.com/talosc/talosc/pkg/lab/labnet"
 )
@@ -37,7 +40,8 @@ type Options struct {
 	Addr string
 	// Versions are the Talos versions GET /versions lists.
 	Versions []string
-	// ArtifactSize is the size of generated artifacts (default 4096).
+	// ArtifactSize is the size of generated artifacts (default 4096); for
+	// *.xz artifacts, the size once decompressed.
 	ArtifactSize int
 	// Injector and Recorder are the lab's; nil means none / a private one.
 	Injector *labnet.Injector
@@ -135,7 +139,8 @@ func (f *Factory) Extensions(id string) ([]string, bool) {
 }
 
 // Artifact returns the bytes served for an image: a registered one, or the
-// deterministic placeholder for a known schematic and version.
+// deterministic placeholder for a known schematic and version, xz-compressed
+// when the artifact's name ends in ".xz".
 func (f *Factory) Artifact(id, version, artifact string) ([]byte, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -145,7 +150,11 @@ func (f *Factory) Artifact(id, version, artifact string) ([]byte, bool) {
 	if _, ok := f.known[id]; !ok || !slices.Contains(f.opts.Versions, version) {
 		return nil, false
 	}
-	return placeholder(id, version, artifact, f.opts.ArtifactSize), true
+	data := placeholder(id, version, artifact, f.opts.ArtifactSize)
+	if strings.HasSuffix(artifact, ".xz") {
+		return compress(data), true
+	}
+	return data, true
 }
 
 func (f *Factory) createSchematic(w http.ResponseWriter, r *http.Request) {
@@ -216,6 +225,23 @@ func placeholder(id, version, artifact string, size int) []byte {
 		block = sha256.Sum256(block[:])
 	}
 	return out[:size]
+}
+
+// compress returns data as one xz stream; the encoder writes no
+// timestamps, so the same data always compresses to the same bytes.
+func compress(data []byte) []byte {
+	var b bytes.Buffer
+	w, err := xz.NewWriter(&b)
+	if err == nil {
+		_, err = w.Write(data)
+	}
+	if err == nil {
+		err = w.Close()
+	}
+	if err != nil {
+		panic("xz into memory: " + err.Error()) // a bytes.Buffer never fails
+	}
+	return b.Bytes()
 }
 
 func imageKey(id, version, artifact string) string { return id + "/" + version + "/" + artifact }

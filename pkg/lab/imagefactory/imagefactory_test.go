@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/ulikunitz/xz"
 
 	"github.com/talosc/talosc/pkg/lab/imagefactory"
 	"github.com/talosc/talosc/pkg/lab/labnet"
@@ -61,6 +62,39 @@ func TestFactoryServesWhatTalosAsksFor(t *testing.T) {
 	}
 	if got := f.Recorder().Counts(nil)["imagefactory POST /schematics"]; got != 1 {
 		t.Fatalf("recorded %d schematic creations", got)
+	}
+}
+
+func TestFactoryServesXZArtifactsAsRealXZ(t *testing.T) {
+	t.Parallel()
+	f := start(t, labnet.Knobs{})
+	c, err := factory.New(f.URL, factory.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := c.CreateSchematic(t.Context(), factory.BaseSchematic())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a, b bytes.Buffer
+	for _, dst := range []*bytes.Buffer{&a, &b} {
+		if _, _, err := c.Download(t.Context(), id, "v1.14.1", factory.ArtifactOpenStack, dst, -1, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !bytes.Equal(a.Bytes(), b.Bytes()) {
+		t.Fatal("the xz artifact is not deterministic")
+	}
+	r, err := xz.NewReader(&a)
+	if err != nil {
+		t.Fatalf("%s is not an xz stream: %v", factory.ArtifactOpenStack, err)
+	}
+	raw, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatalf("decompress %s: %v", factory.ArtifactOpenStack, err)
+	}
+	if len(raw) != 4096 || !strings.Contains(string(raw), "artifact: "+factory.ArtifactOpenStack) {
+		t.Fatalf("decompressed %d bytes not naming the artifact:\n%.120q", len(raw), raw)
 	}
 }
 

@@ -33,14 +33,18 @@ func servingNames() []string {
 
 // SignServingCert mints a kube-apiserver serving certificate signed by the
 // cluster's Kubernetes CA for the API address vip (its SANs: vip, 127.0.0.1,
-// the first service IP 10.96.0.1 and the "kubernetes.default…" names, as a
+// the first service IP 10.96.0.1, the extra addresses (the machine config's
+// certSANs, such as a floating IP) and the "kubernetes.default…" names, as a
 // Talos control plane's).
-func SignServingCert(caCertPEM, caKeyPEM []byte, vip netip.Addr) (certPEM, keyPEM []byte, err error) {
+func SignServingCert(caCertPEM, caKeyPEM []byte, vip netip.Addr, extra ...netip.Addr) (certPEM, keyPEM []byte, err error) {
 	ca, err := x509.NewCertificateAuthorityFromCertificateAndKey(&x509.PEMEncodedCertificateAndKey{Crt: caCertPEM, Key: caKeyPEM})
 	if err != nil {
 		return nil, nil, fmt.Errorf("kubeapi: cluster CA: %w", err)
 	}
 	ips := []net.IP{net.IP(vip.AsSlice()), net.IPv4(127, 0, 0, 1), net.IPv4(10, 96, 0, 1)}
+	for _, a := range extra {
+		ips = append(ips, net.IP(a.AsSlice()))
+	}
 	kp, err := x509.NewKeyPair(ca,
 		x509.CommonName("kube-apiserver"),
 		x509.IPAddresses(ips),

@@ -23,6 +23,8 @@
 // authentication, as Talos's aggregator front proxy does. The lab's own
 // calls (node registration, the kubelet loop) use a static admin token
 // straight at the apiserver, so they are neither recorded nor given faults.
+// Server.SetServing(false) closes the front door's address as a VIP nobody
+// owns would (connections refused, open ones cut); the apiserver runs on.
 //
 // Server.RegisterNode, SetReady and DeleteNode create and update Node
 // objects as a kubelet (and the node lifecycle controller and pod garbage

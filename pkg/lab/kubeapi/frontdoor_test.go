@@ -62,7 +62,8 @@ func TestFrontDoor_Identity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := fd.serve(ln, serving, nil)
+	srv := fd.server(serving, nil)
+	go func() { _ = srv.ServeTLS(ln, "", "") }()
 	t.Cleanup(func() { srv.Close(); fd.closeTransports() })
 
 	adminCert, adminKey, _ := SignClientCert(ca, caKey, "admin", "system:masters")

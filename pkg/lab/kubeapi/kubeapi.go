@@ -45,6 +45,9 @@ type Options struct {
 	// CAKeyPEM is the CA's key; it signs the serving certificate when
 	// ServingCertPEM is empty.
 	CAKeyPEM []byte
+	// ExtraSANs are more addresses the serving certificate names (the
+	// machine config's certSANs, such as the advertised floating IP).
+	ExtraSANs []netip.Addr
 	// ServingCertPEM and ServingKeyPEM are the API's serving certificate
 	// (signed by CACertPEM, for the VIP) and key; empty: SignServingCert.
 	ServingCertPEM, ServingKeyPEM []byte
@@ -80,6 +83,7 @@ type Server struct {
 	proc     *process
 	front    *frontDoor
 	frontSrv *http.Server
+	gate     *gate
 	admin    *rest.Config
 	client   kubernetes.Interface
 	kubelet  *kubelet
@@ -212,9 +216,16 @@ func (s *Server) openFrontDoor(ln net.Listener, files pkiFiles, inj *labnet.Inje
 		return fmt.Errorf("kubeapi: front-proxy certificate: %w", err)
 	}
 	s.front = newFrontDoor(s.backend, clientCAs, clientCAs, proxyCert, s.rec)
-	s.frontSrv = s.front.serve(ln, serving, inj)
+	s.frontSrv = s.front.server(serving, inj)
+	s.gate = newGate(ln, func(l net.Listener) { _ = s.frontSrv.ServeTLS(l, "", "") })
 	return nil
 }
+
+// SetServing opens or closes the API's address: while not serving (its VIP
+// has no owner) connections to Address are refused and those it had are
+// cut; the apiserver behind it keeps running, so the lab's own calls
+// (RESTConfig, Client) still work.
+func (s *Server) SetServing(on bool) error { return s.gate.set(on) }
 
 // Address is the API's address (the VIP and port), "127.x.y.z:6443".
 func (s *Server) Address() string { return s.addr }
@@ -268,6 +279,7 @@ func (s *Server) Close() error {
 		s.kubelet.stop()
 		// Not Shutdown: clients' HTTP/2 connections and watches would hold
 		// it for its whole timeout, and the apiserver goes away anyway.
+		s.gate.close()
 		_ = s.frontSrv.Close()
 		s.front.closeTransports()
 		s.closeErr = s.proc.stop()
@@ -296,7 +308,7 @@ func writeFiles(o *Options, vip netip.Addr) (pkiFiles, error) {
 	var err error
 	f.servingCert, f.servingKey = o.ServingCertPEM, o.ServingKeyPEM
 	if len(f.servingCert) == 0 {
-		if f.servingCert, f.servingKey, err = SignServingCert(o.CACertPEM, o.CAKeyPEM, vip); err != nil {
+		if f.servingCert, f.servingKey, err = SignServingCert(o.CACertPEM, o.CAKeyPEM, vip, o.ExtraSANs...); err != nil {
 			return f, err
 		}
 	}

@@ -128,9 +128,10 @@ func unauthorized(w http.ResponseWriter) {
 	_, _ = io.WriteString(w, `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Unauthorized","reason":"Unauthorized","code":401}`+"\n")
 }
 
-// serve runs the front door on ln until shutdown.
-func (f *frontDoor) serve(ln net.Listener, serving tls.Certificate, inj *labnet.Injector) *http.Server {
-	srv := &http.Server{
+// server is the front door's HTTPS server (serving certificate serving);
+// it serves a listener with ServeTLS(ln, "", "").
+func (f *frontDoor) server(serving tls.Certificate, inj *labnet.Injector) *http.Server {
+	return &http.Server{
 		Handler:           f.handler(inj),
 		ReadHeaderTimeout: labnet.ReadHeaderTimeout,
 		ErrorLog:          log.New(io.Discard, "", 0),
@@ -144,8 +145,6 @@ func (f *frontDoor) serve(ln net.Listener, serving tls.Certificate, inj *labnet.
 		},
 		BaseContext: func(net.Listener) context.Context { return context.Background() },
 	}
-	go func() { _ = srv.ServeTLS(ln, "", "") }()
-	return srv
 }
 
 // closeTransports drops the front door's idle upstream connections.

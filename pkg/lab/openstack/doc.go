@@ -6,7 +6,7 @@
 //
 // It follows the real lab in ../shared/openstack-lab (Debian 12, Zed): the
 // same users and projects (admin/admin, demo/demo with role member), the
-// same flavors, an external flat network "public" with 127.203.0.0/24, the
+// same flavors, an external flat network "public" with 127.202.0.0/24, the
 // same maximum microversions (Nova 2.93, Cinder 3.70, Glance v2.15), and
 // Zed's Neutron, which refuses "tags" in POST bodies (Config.NeutronTagsInPOST
 // switches to the newer tag-creation behaviour). State moves like the real

@@ -102,7 +102,7 @@ func TestNetworkPhase(t *testing.T) {
 	wantCode(t, err, http.StatusBadRequest, "overlaps with another subnet")
 
 	rt := must(routers.Create(ctx, net, routers.CreateOpts{Name: "demo-router", GatewayInfo: &routers.GatewayInfo{NetworkID: lab.ExternalNetwork()}}).Extract()).ok(t)
-	if ips := rt.GatewayInfo.ExternalFixedIPs; len(ips) != 1 || !strings.HasPrefix(ips[0].IPAddress, "127.203.0.") {
+	if ips := rt.GatewayInfo.ExternalFixedIPs; len(ips) != 1 || !strings.HasPrefix(ips[0].IPAddress, "127.202.0.") {
 		t.Errorf("gateway %+v", rt.GatewayInfo)
 	}
 	must(routers.AddInterface(ctx, net, rt.ID, routers.AddInterfaceOpts{SubnetID: sn.ID}).Extract()).ok(t)
@@ -153,7 +153,7 @@ func TestNetworkPhase(t *testing.T) {
 	wantCode(t, err, http.StatusConflict, "AddressPairAndPortSecurityRequired")
 
 	fip := must(floatingips.Create(ctx, net, floatingips.CreateOpts{FloatingNetworkID: lab.ExternalNetwork(), Description: "demo-kubeapi", PortID: vip.ID}).Extract()).ok(t)
-	if fip.Status != "ACTIVE" || fip.FixedIP != "127.42.0.5" || fip.RouterID != rt.ID || !strings.HasPrefix(fip.FloatingIP, "127.203.0.") {
+	if fip.Status != "ACTIVE" || fip.FixedIP != "127.42.0.5" || fip.RouterID != rt.ID || !strings.HasPrefix(fip.FloatingIP, "127.202.0.") {
 		t.Errorf("floating IP %+v", fip)
 	}
 	found := must(floatingips.List(net, floatingips.ListOpts{Description: "demo-kubeapi"}).AllPages(ctx)).ok(t)

@@ -53,7 +53,7 @@ type Quota struct {
 // Config configures the lab's OpenStack. The zero value is the real lab:
 // users admin and demo (password DefaultPassword), projects admin, demo and
 // service, region RegionOne, zone "nova", the real lab's flavors, and an
-// external network "public" (127.203.0.0/24, pool .10–.250).
+// external network "public" (127.202.0.0/24, pool .10–.250).
 type Config struct {
 	// Addr is the loopback listen address; "" means 127.0.0.1:0.
 	Addr string
@@ -66,7 +66,9 @@ type Config struct {
 	// Zones are the availability zones (default ["nova"]).
 	Zones []string
 	// ExternalCIDR is the external network's subnet (default
-	// 127.203.0.0/24); it must be a loopback CIDR.
+	// 127.202.0.0/24, beside the real openstack-lab's 127.203.0.0/24 so a
+	// run following that cloud never collides with a simulated one); it
+	// must be a loopback CIDR.
 	ExternalCIDR string
 	// BootDelay is how long a server stays in BUILD (default 20ms).
 	BootDelay time.Duration
@@ -116,7 +118,7 @@ func (c *Config) setDefaults() {
 		c.Zones = []string{"nova"}
 	}
 	if c.ExternalCIDR == "" {
-		c.ExternalCIDR = "127.203.0.0/24"
+		c.ExternalCIDR = "127.202.0.0/24"
 	}
 	for _, d := range []struct {
 		v   *time.Duration

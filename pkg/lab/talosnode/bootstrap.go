@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"time"
 
+	talosconfig "github.com/siderolabs/talos/pkg/machinery/config"
+
 	"github.com/siderolabs/crypto/x509"
 	"github.com/siderolabs/talos/pkg/machinery/api/common"
 	"github.com/siderolabs/talos/pkg/machinery/api/machine"
@@ -59,7 +61,7 @@ func (s *machineServer) Bootstrap(context.Context, *machine.BootstrapRequest) (*
 	f.mu.Unlock()
 	n.changed(c)
 	if hook := f.opts.OnBootstrap; hook != nil {
-		info := BootstrapInfo{ClusterName: mc.clusterName, Endpoint: c.Endpoint(), Cluster: c}
+		info := BootstrapInfo{ClusterName: mc.clusterName, Endpoint: c.Endpoint(), Cluster: c, CertSANs: apiServerSANs(mc.provider)}
 		if ca, _, err := mc.kubernetesCA(); err == nil {
 			info.CACert, info.CAKey = ca.Crt, ca.Key
 		}
@@ -179,4 +181,12 @@ func adminKubeconfig(mc *machineConfig) ([]byte, error) {
 		return nil, fmt.Errorf("encode kubeconfig: %w", err)
 	}
 	return out.Bytes(), nil
+}
+
+// apiServerSANs are the kube-apiserver certificate SANs of a machine config.
+func apiServerSANs(p talosconfig.Provider) []string {
+	if api := p.K8sAPIServerConfig(); api != nil {
+		return api.CertSANs()
+	}
+	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"maps"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -153,6 +154,11 @@ type NodeStatus struct {
 	ResetError     string            `json:"resetError,omitempty"`
 	// Boots counts the boots that brought apid up.
 	Boots int `json:"boots"`
+	// VIPs are the virtual IPs the configuration lets the node hold
+	// (Layer2VIPConfig); which node holds one is the lab's business.
+	VIPs []netip.Addr `json:"vips,omitempty"`
+	// Knobs are the node's scripted faults.
+	Knobs Knobs `json:"knobs,omitzero"`
 }
 
 // Status returns a snapshot of the node.
@@ -167,12 +173,13 @@ func (n *Node) statusLocked() NodeStatus {
 		Address: n.addr, Hostname: n.hostname(), Powered: n.powered, APIUp: n.apiUp,
 		Maintenance: n.apiUp && n.cfg == nil, Stage: n.stage.String(),
 		Version: n.image.Version, Schematic: n.image.Schematic, Platform: n.image.Platform,
-		Boots: n.boots,
+		Boots: n.boots, Knobs: n.knobs,
 	}
 	if n.cfg != nil {
 		s.Cluster, s.ControlPlane = n.cfg.clusterName, n.cfg.controlPlane()
 		s.KubeletVersion = n.cfg.kubeletVersion()
 		s.Labels, s.Taints = maps.Clone(n.cfg.labels), maps.Clone(n.cfg.taints)
+		s.VIPs = slices.Clone(n.cfg.vips)
 	}
 	if n.etcdMember != nil && n.cluster != nil && n.cluster.etcd.member(n.etcdMember.id) != nil {
 		s.EtcdMember = n.etcdMember.id

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/netip"
 	"net/url"
 	"strings"
 
@@ -32,6 +33,10 @@ type machineConfig struct {
 	kubeletImage  string
 	labels        map[string]string
 	taints        map[string]string
+	// vips are the virtual IPs the node may hold (Layer2VIPConfig).
+	vips []netip.Addr
+	// addresses are the static addresses of its links (LinkConfig).
+	addresses []netip.Prefix
 }
 
 // parseMachineConfig loads a machine configuration as a node receives it
@@ -82,7 +87,27 @@ func parseMachineConfig(data []byte) (*machineConfig, error) {
 	if n := p.K8sNodeConfig(); n != nil {
 		mc.labels, mc.taints = maps.Clone(n.Labels()), maps.Clone(n.Taints())
 	}
+	for _, v := range p.NetworkVirtualIPConfigs() {
+		mc.vips = append(mc.vips, v.VIP())
+	}
+	for _, l := range p.NetworkCommonLinkConfigs() {
+		for _, a := range l.Addresses() {
+			mc.addresses = append(mc.addresses, a.Address())
+		}
+	}
 	return mc, nil
+}
+
+// StaticAddresses returns the static link addresses (LinkConfig documents)
+// of a machine configuration as a node would receive it: where a platform
+// that leaves addressing to the machine config (a Proxmox bridge without
+// DHCP) finds the node. None means the node asks DHCP.
+func StaticAddresses(config []byte) ([]netip.Prefix, error) {
+	mc, err := parseMachineConfig(config)
+	if err != nil {
+		return nil, err
+	}
+	return mc.addresses, nil
 }
 
 // installerImage is the install image: the UnattendedInstallConfig

@@ -2,6 +2,8 @@ package talosnode
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/netip"
 	"net/url"
 	"time"
@@ -64,7 +66,9 @@ func (t Timing) withDefaults() Timing {
 	return t
 }
 
-// Knobs are a node's scripted faults. The zero value is a healthy node.
+// Knobs are a node's scripted faults. The zero value is a healthy node. In
+// JSON, rebootDown is a Go duration string ("5s", "1m30s"); a number is
+// read as nanoseconds.
 type Knobs struct {
 	// NeverBoots keeps apid down forever: the VM runs, Talos never answers.
 	NeverBoots bool `json:"neverBoots,omitempty"`
@@ -83,6 +87,58 @@ type Knobs struct {
 	// never started: it is listed with an empty name (etcd's "unstarted"
 	// member) and counts towards the quorum size without being up.
 	EtcdNeverStarts bool `json:"etcdNeverStarts,omitempty"`
+}
+
+// knobsJSON is Knobs on the wire.
+type knobsJSON struct {
+	knobsFields
+	RebootDown jsonDuration `json:"rebootDown,omitzero"`
+}
+
+// knobsFields is Knobs without its methods, so knobsJSON can embed it (its
+// own rebootDown, shallower, wins).
+type knobsFields Knobs
+
+// MarshalJSON writes rebootDown as a duration string.
+func (k Knobs) MarshalJSON() ([]byte, error) {
+	return json.Marshal(knobsJSON{knobsFields: knobsFields(k), RebootDown: jsonDuration(k.RebootDown)})
+}
+
+// UnmarshalJSON reads rebootDown as a duration string or nanoseconds.
+func (k *Knobs) UnmarshalJSON(data []byte) error {
+	var w knobsJSON
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	*k = Knobs(w.knobsFields)
+	k.RebootDown = time.Duration(w.RebootDown)
+	return nil
+}
+
+// jsonDuration is a time.Duration written as "5s" and read from "5s" or a
+// number of nanoseconds.
+type jsonDuration time.Duration
+
+func (d jsonDuration) MarshalJSON() ([]byte, error) {
+	return json.Marshal(time.Duration(d).String())
+}
+
+func (d *jsonDuration) UnmarshalJSON(data []byte) error {
+	var s string
+	if err := json.Unmarshal(data, &s); err != nil {
+		var ns int64
+		if json.Unmarshal(data, &ns) != nil {
+			return fmt.Errorf("duration %s: want a string like \"5s\" or nanoseconds", data)
+		}
+		*d = jsonDuration(ns)
+		return nil
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = jsonDuration(v)
+	return nil
 }
 
 // Extension is one system extension an installer image carries.
@@ -129,6 +185,9 @@ type BootstrapInfo struct {
 	// CACert and CAKey are the Kubernetes CA (PEM) from the machine config:
 	// the API server's client CA and the signer of admin kubeconfigs.
 	CACert, CAKey []byte
+	// CertSANs are the API server certificate's extra SANs from the machine
+	// config (cluster.apiServer.certSANs: the advertised address, the VIP).
+	CertSANs []string
 	// Cluster is the simulated cluster.
 	Cluster *Cluster
 }

@@ -1,0 +1,108 @@
+package lab_test
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/talosc/talosc/pkg/lab"
+)
+
+// TestAPIVIPFailsOver: the API VIP of a cluster of three control planes is
+// owned by one of them; when its server is deleted the VIP moves to another
+// and the API answers again; with every control plane down it refuses
+// connections; the first control plane back takes the VIP.
+func TestAPIVIPFailsOver(t *testing.T) {
+	t.Parallel()
+	if testing.Short() && os.Getenv("TALOSC_KUBE_APISERVER") == "" {
+		t.Skip("needs the lab's kube-apiserver binary (TALOSC_KUBE_APISERVER); not in -short")
+	}
+	ctx := t.Context()
+	l, err := lab.Start(ctx, lab.Options{Provider: lab.ProviderOpenStack, NodesBoot: 10 * time.Millisecond, VIPFailover: 100 * time.Millisecond, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	c := newOSCluster(t, l, "127.16.78.0/24", 3, 0)
+	serverIDs := map[netip.Addr]string{}
+	var cps []netip.Addr
+	for _, m := range c.cfg.Hostnames() {
+		id, addr := c.boot(m)
+		a := netip.MustParseAddr(addr)
+		serverIDs[a] = id
+		cps = append(cps, a)
+	}
+	tc, nctx := c.talos(cps[0].String())
+	bootstrap(t, tc, nctx)
+	var kubeconfig []byte
+	eventually(t, "kubeconfig", 10*time.Second, func() error {
+		var err error
+		kubeconfig, err = tc.Kubeconfig(nctx)
+		return err
+	})
+	rc, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.Timeout = 2 * time.Second
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := func() error {
+		_, err := cs.Discovery().ServerVersion()
+		return err
+	}
+	owner := func() netip.Addr {
+		for _, v := range l.Status().VIPs {
+			if v.Cluster == c.cfg.Name && v.Address.String() == c.vip {
+				return v.Owner
+			}
+		}
+		return netip.Addr{}
+	}
+	ownedBy := func(want func(netip.Addr) bool) func() error {
+		return func() error {
+			if o := owner(); !want(o) {
+				return fmt.Errorf("VIP owner %v; status %+v", o, l.Status().VIPs)
+			}
+			return api()
+		}
+	}
+
+	eventually(t, "the API answers on the VIP", 3*time.Minute, ownedBy(func(o netip.Addr) bool { return slices.Contains(cps, o) }))
+	first := owner()
+	if err := servers.Delete(ctx, c.compute, serverIDs[first]).ExtractErr(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the API answers through another owner", 20*time.Second, ownedBy(func(o netip.Addr) bool { return o.IsValid() && o != first }))
+
+	for _, a := range cps {
+		if n, ok := l.Fleet().Node(a); ok {
+			n.PowerOff()
+		}
+	}
+	eventually(t, "the API refuses with every control plane down", 10*time.Second, func() error {
+		if o := owner(); o.IsValid() {
+			return fmt.Errorf("VIP still owned by %s", o)
+		}
+		if err := api(); !errors.Is(err, syscall.ECONNREFUSED) {
+			return fmt.Errorf("API call: %w, want connection refused", err)
+		}
+		return nil
+	})
+
+	back := cps[slices.IndexFunc(cps, func(a netip.Addr) bool { return a != first })]
+	n, _ := l.Fleet().Node(back)
+	n.PowerOn()
+	eventually(t, "the first control plane back takes the VIP", 20*time.Second, ownedBy(func(o netip.Addr) bool { return o == back }))
+}
