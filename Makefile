@@ -77,11 +77,11 @@ bench: ## run the benchmarks; the report goes to bin/bench.txt
 	$(GO) test -run '^$$' -bench . -benchmem $(BENCHFLAGS) ./... | tee bin/bench.txt
 	@echo "benchmark report: bin/bench.txt"
 
-# For now the demo scaffolds a cluster and shows its plan. The plan needs a
-# cloud, and the scaffold holds CHANGE-ME credentials, so a failing plan is
-# reported, not fatal. It becomes the built-in lab in a later issue.
-demo: build ## start the lab (PROVIDER=openstack|proxmox), plan and show the cluster in DEMO_DIR, stop the lab
-	hack/demo.sh '$(DEMO_DIR)' '$(PROVIDER)'
+# The demo runs on talosc-lab: a 3 control plane + 2 worker cluster is planned,
+# converged (OpenStack; the Proxmox provider is not in this build yet, so its
+# plan is deferred) and shown. The lab's kube-apiserver is built on first use.
+demo: build kube-apiserver ## start the lab (PROVIDER=openstack|proxmox), converge the cluster in DEMO_DIR, show it, stop the lab
+	TALOSC_KUBE_APISERVER=$(CURDIR)/bin/kube-apiserver hack/demo.sh '$(DEMO_DIR)' '$(PROVIDER)'
 
 dist: ## release archives, checksums and the krew manifest in dist/
 	rm -rf dist

@@ -14,6 +14,7 @@ import (
 	"github.com/talosc/talosc/pkg/cli"
 	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/plugin"
+	"github.com/talosc/talosc/pkg/provider"
 	"github.com/talosc/talosc/pkg/state"
 	"github.com/talosc/talosc/pkg/ui"
 	"github.com/talosc/talosc/pkg/version"
@@ -135,8 +136,18 @@ func (o *Options) Run(ctx context.Context, p Phase, action string) error {
 		out.Warn("%s: skipped because phase %q did not succeed", p.Name(), blocked)
 		return errors.Join(cli.Exit(cli.ExitFailure), o.write(doc, p.Name(), sec))
 	}
-	in := &Input{Config: cfg, State: doc, DryRun: dryRun, Reboot: o.Reboot, Out: out}
+	env, err := NewEnv(o.LookupEnv)
+	if err != nil {
+		return cli.Usage(err)
+	}
+	in := &Input{Config: cfg, State: doc, DryRun: dryRun, Reboot: o.Reboot, Out: out, Env: env}
 	runErr := o.perform(ctx, p, action, in, &sec)
+	if dryRun && errors.Is(runErr, provider.ErrNotAvailable) {
+		// A plan that cannot observe the provider is deferred, not failed.
+		sec.Status = state.StatusDeferred
+		sec.Messages = append(sec.Messages, fmt.Sprintf("deferred: the %s provider is not available in this build, so nothing was observed and nothing is planned", cfg.Provider()))
+		runErr = nil
+	}
 	if runErr != nil && sec.Status == "" {
 		sec.Fail(runErr)
 	}

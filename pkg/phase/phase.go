@@ -56,6 +56,9 @@ type Input struct {
 	// Reboot asks for nodes with pending sizing changes to be restarted.
 	Reboot bool
 	Out    *ui.Printer
+	// Env is the run's environment: provider connection, Image Factory,
+	// time scale.
+	Env *Env
 }
 
 // Phase is one builtin step. Implementations never write outside their own

@@ -36,10 +36,16 @@ func (p *Plan) Do(ctx context.Context, c state.Change, fn func(context.Context) 
 			return fmt.Errorf("%s %s %s: %w", c.Action, c.Kind, c.Name, err)
 		}
 	}
+	p.Record(c)
+	return nil
+}
+
+// Record records a change made (or, in a dry run, planned) outside Do:
+// a file another package wrote, or a step that only a real run can reach.
+func (p *Plan) Record(c state.Change) {
 	p.mu.Lock()
 	p.changes = append(p.changes, c)
 	p.mu.Unlock()
-	return nil
 }
 
 // Changes returns the recorded changes, in the order they completed.

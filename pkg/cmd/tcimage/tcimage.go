@@ -7,20 +7,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/talosc/talosc/pkg/cli"
-	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/phase"
+	"github.com/talosc/talosc/pkg/phase/bootimage"
 )
-
-// Desired is the boot image the phase ensures exists.
-type Desired struct {
-	TalosVersion string `json:"talosVersion"`
-}
 
 // NewCommand returns the tc-image root command. runF replaces the run in tests.
 func NewCommand(s cli.Streams, runF func(context.Context, *phase.Options, string) error) *cobra.Command {
-	return phase.NewCommand(s, &phase.Model{
-		PhaseName: phase.Image,
-		Desired:   func(c *config.Cluster) any { return Desired{TalosVersion: c.Talos.Version} },
-		Unknown:   []string{"bootImage"},
-	}, runF)
+	return phase.NewCommand(s, bootimage.Phase{}, runF)
 }

@@ -13,15 +13,12 @@ import (
 
 	"github.com/talosc/talosc/pkg/cli"
 	"github.com/talosc/talosc/pkg/config"
+	"github.com/talosc/talosc/pkg/phase"
+	"github.com/talosc/talosc/pkg/phase/nodes"
 	"github.com/talosc/talosc/pkg/plugin"
-	"github.com/talosc/talosc/pkg/talos/factory"
 	"github.com/talosc/talosc/pkg/talos/identity"
 	"github.com/talosc/talosc/pkg/talos/machineconfig"
 )
-
-// EnvImageFactory overrides the Image Factory base URL (the installer
-// images' registry host comes from it).
-const EnvImageFactory = "TALOSC_IMAGE_FACTORY_URL"
 
 // ConfigsOptions configures "tc-nodes configs".
 type ConfigsOptions struct {
@@ -164,19 +161,11 @@ func (o *ConfigsOptions) input(cfg *config.Cluster) (*machineconfig.Input, error
 		}
 		in.AdvertisedAddress = vip.String()
 	}
-	base := factory.DefaultBaseURL
-	if v, ok := o.LookupEnv(EnvImageFactory); ok && v != "" {
-		base = v
-	}
-	host, err := factory.RegistryHost(base)
+	env, err := phase.NewEnv(o.LookupEnv)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", EnvImageFactory, err)
+		return nil, cli.Usage(err)
 	}
-	platform, err := factory.PlatformFor(cfg.Provider())
-	if err != nil {
-		return nil, err
-	}
-	plan, err := factory.Installers(cfg, factory.InstallerOptions{Host: host, Platform: platform})
+	plan, err := nodes.Installers(cfg, env.FactoryURL())
 	if err != nil {
 		return nil, err
 	}

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
@@ -67,6 +66,8 @@ const computeMicroversion = "2.52"
 // Defaults for Options.
 const (
 	DefaultRequestTimeout = 60 * time.Second
+	// DefaultUploadTimeout bounds a boot image upload.
+	DefaultUploadTimeout = 30 * time.Minute
 	// DefaultWait bounds a wait for a resource to reach a state (server
 	// ACTIVE, volume gone): the reference's 900 s.
 	DefaultWait = 15 * time.Minute
@@ -78,6 +79,8 @@ const (
 type Options struct {
 	// RequestTimeout bounds every API request (0: DefaultRequestTimeout).
 	RequestTimeout time.Duration
+	// UploadTimeout bounds a boot image upload (0: DefaultUploadTimeout).
+	UploadTimeout time.Duration
 	// Wait bounds every wait for a status (0: DefaultWait).
 	Wait time.Duration
 	// Poll is the status polling interval (0: DefaultPoll).
@@ -95,6 +98,9 @@ type Options struct {
 func (o Options) withDefaults() Options {
 	if o.RequestTimeout <= 0 {
 		o.RequestTimeout = DefaultRequestTimeout
+	}
+	if o.UploadTimeout <= 0 {
+		o.UploadTimeout = DefaultUploadTimeout
 	}
 	if o.Wait <= 0 {
 		o.Wait = DefaultWait
@@ -193,7 +199,7 @@ func newHTTPClient(o Options) http.Client {
 	if o.HTTPClient != nil && o.HTTPClient.Transport != nil {
 		rt = o.HTTPClient.Transport
 	}
-	return http.Client{Transport: &retryTransport{next: rt, retries: max(o.Retries, 0), timeout: o.RequestTimeout, logf: o.Logf}}
+	return http.Client{Transport: &retryTransport{next: rt, retries: max(o.Retries, 0), timeout: o.RequestTimeout, uploadTimeout: o.UploadTimeout, logf: o.Logf}}
 }
 
 // wrap names the operation and resource in an error from gophercloud.
@@ -212,10 +218,4 @@ func isNotFound(err error) bool {
 // isConflict reports a 409 from any service.
 func isConflict(err error) bool {
 	return gophercloud.ResponseCodeIs(err, http.StatusConflict)
-}
-
-// tagsNotAllowedInPost reports Neutron's refusal of tags in a create
-// (clouds before the tag-on-create extension, reference I-F2).
-func tagsNotAllowedInPost(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "not allowed in post")
 }

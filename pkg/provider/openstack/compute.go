@@ -2,43 +2,350 @@ package openstack
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/flavors"
+	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
 
 	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/provider"
+	"github.com/talosc/talosc/pkg/state"
 )
 
-// Inventory is provider.Compute.Inventory.
-func (c *Cloud) Inventory(ctx context.Context, cluster *config.Cluster) (*provider.Inventory, error) {
-	return nil, errors.New("TODO compute")
+// KindServer is the plan kind of a machine's Nova server.
+const KindServer = "openstack:server"
+
+const (
+	// maxConcurrent bounds the Nova requests one fan-out has in flight.
+	maxConcurrent = 10
+	// maxUserData is Nova's limit on user_data, counted after base64.
+	maxUserData = 65535
+)
+
+// managedAny is the tags-any filter matching either managed-by marker.
+const managedAny = TagManagedBy + "," + TagLegacyManagedBy
+
+// poolOf returns the pool of a machine and its cluster.yaml key.
+func poolOf(cluster *config.Cluster, name string) (config.Pool, string, bool) {
+	if name == cluster.ControlPlane.Name || name == config.RoleControlPlane {
+		return cluster.ControlPlane, "controlplane", true
+	}
+	for _, p := range cluster.Workers {
+		if p.Name == name {
+			return p, "workers." + p.Name, true
+		}
+	}
+	return config.Pool{}, "", false
 }
 
-// ValidateMachines is provider.Compute.ValidateMachines.
+// listFlavors returns the flavors the project may use.
+func (c *Cloud) listFlavors(ctx context.Context) ([]flavors.Flavor, error) {
+	pages, err := flavors.ListDetail(c.compute, nil).AllPages(ctx)
+	if err != nil {
+		return nil, wrap(err, "list nova flavors")
+	}
+	list, err := flavors.ExtractFlavors(pages)
+	return list, wrap(err, "list nova flavors")
+}
+
+// resolveFlavor finds ref (an id, else a unique name) for key.
+func resolveFlavor(list []flavors.Flavor, ref, key string) (flavors.Flavor, error) {
+	var named []flavors.Flavor
+	for _, f := range list {
+		if f.ID == ref {
+			return f, nil
+		}
+		if f.Name == ref {
+			named = append(named, f)
+		}
+	}
+	switch len(named) {
+	case 1:
+		return named[0], nil
+	case 0:
+		names := make([]string, len(list))
+		for i, f := range list {
+			names[i] = f.Name
+		}
+		return flavors.Flavor{}, fmt.Errorf("%s: flavor %q is neither the name nor the id of a flavor of this project (flavors: %s)", key, ref, strings.Join(names, ", "))
+	}
+	ids := make([]string, len(named))
+	for i, f := range named {
+		ids[i] = f.ID
+	}
+	return flavors.Flavor{}, fmt.Errorf("%s: %d flavors are named %q (ids %s); set %s to one of the ids", key, len(named), ref, strings.Join(ids, ", "), key)
+}
+
+// ValidateMachines refuses flavor, boot disk and availability-zone changes
+// to existing servers, every one at once. The flavor list is read only
+// when a server's flavor differs from the pool's as written.
 func (c *Cloud) ValidateMachines(ctx context.Context, cluster *config.Cluster, desired []config.Machine, inv *provider.Inventory) error {
-	return errors.New("TODO compute")
+	var r refusals
+	var flavorList []flavors.Flavor
+	var small []error
+	smallSeen := map[string]bool{}
+	for _, d := range desired {
+		m, exists := inv.Find(d.Hostname)
+		pool, key, ok := poolOf(cluster, d.Pool)
+		if !ok {
+			continue
+		}
+		if !exists && pool.Disk < imageMinDiskGB && !smallSeen[key] {
+			smallSeen[key] = true
+			small = append(small, fmt.Errorf("%s.disk %d is below the boot image's minimum disk of %d GB (its min_disk): raise %s.disk to at least %d", key, pool.Disk, imageMinDiskGB, key, imageMinDiskGB))
+		}
+		if !exists {
+			continue
+		}
+		if m.Flavor != "" && m.Flavor != pool.Flavor {
+			if flavorList == nil {
+				var err error
+				if flavorList, err = c.listFlavors(ctx); err != nil {
+					return err
+				}
+			}
+			if f, err := resolveFlavor(flavorList, pool.Flavor, key+".flavor"); err != nil || (f.Name != m.Flavor && f.ID != m.Flavor) {
+				r.add(key+".flavor", m.Flavor, pool.Flavor, d.Hostname, "flavors are create-only on OpenStack")
+			}
+		}
+		if m.DiskGB > 0 && m.DiskGB != pool.Disk {
+			r.add(key+".disk", fmt.Sprint(m.DiskGB), fmt.Sprint(pool.Disk), d.Hostname, "boot volumes are create-only on OpenStack")
+		}
+		if az := cluster.OpenStack.AvailabilityZone; az != "" && m.Zone != "" && m.Zone != az {
+			r.add("openstack.availability_zone", m.Zone, az, d.Hostname, "availability zones are create-only on OpenStack")
+		}
+	}
+	return errors.Join(append(small, r.err())...)
 }
 
-// CreateMachines is provider.Compute.CreateMachines.
+// refusals groups unsupported changes by key and values, machines in
+// order.
+type refusals struct {
+	list []*refusal
+}
+
+type refusal struct {
+	key, from, to, why string
+	hosts              []string
+}
+
+func (r *refusals) add(key, from, to, host, why string) {
+	for _, x := range r.list {
+		if x.key == key && x.from == from && x.to == to {
+			x.hosts = append(x.hosts, host)
+			return
+		}
+	}
+	r.list = append(r.list, &refusal{key: key, from: from, to: to, why: why, hosts: []string{host}})
+}
+
+func (r *refusals) err() error {
+	errs := make([]error, len(r.list))
+	for i, x := range r.list {
+		errs[i] = fmt.Errorf("%s changed from %s to %s for existing server(s) %s; %s: revert %s or recreate those machines",
+			x.key, x.from, x.to, strings.Join(x.hosts, ", "), x.why, x.key)
+	}
+	return errors.Join(errs...)
+}
+
+// serverJob is one server to create, checked.
+type serverJob struct {
+	spec     provider.MachineSpec
+	flavor   flavors.Flavor
+	disk     int
+	userData string
+}
+
+// CreateMachines creates the servers (at most maxConcurrent requests at a
+// time), then waits for all of them to be ACTIVE within Options.Wait. It
+// returns the machines that booted and every failure, joined.
 func (c *Cloud) CreateMachines(ctx context.Context, cluster *config.Cluster, specs []provider.MachineSpec, plan *provider.Plan) ([]provider.Machine, error) {
-	return nil, errors.New("TODO compute")
+	if len(specs) == 0 {
+		return nil, nil
+	}
+	jobs, err := c.serverJobs(ctx, cluster, specs)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(jobs))
+	errs := fanOut(ctx, len(jobs), func(ctx context.Context, i int) error {
+		j := jobs[i]
+		change := state.Change{
+			Action: "create", Kind: KindServer, Name: j.spec.Machine.Hostname,
+			Detail: fmt.Sprintf("flavor %s, disk %d GB", j.flavor.Name, j.disk),
+		}
+		return plan.Do(ctx, change, func(ctx context.Context) error {
+			var err error
+			ids[i], err = c.createServer(ctx, cluster, j)
+			return err
+		})
+	})
+	if plan.DryRun {
+		out := make([]provider.Machine, len(jobs))
+		for i, j := range jobs {
+			out[i] = plannedMachine(cluster, j)
+		}
+		return out, errors.Join(errs...)
+	}
+	created := map[string]string{}
+	for i, id := range ids {
+		if id != "" {
+			created[id] = jobs[i].spec.Machine.Hostname
+		}
+	}
+	booted, werr := c.waitServers(ctx, cluster.Name, created, "ACTIVE", serverBooted)
+	var out []provider.Machine
+	for i, j := range jobs {
+		s, ok := booted[ids[i]]
+		if !ok {
+			continue
+		}
+		m := machineOf(&s, cluster.Name)
+		m.DiskGB = j.disk
+		if !m.Address.IsValid() {
+			m.Address = j.spec.Attachment.Address
+		}
+		out = append(out, m)
+	}
+	return out, errors.Join(append(errs, werr)...)
 }
 
-// DestroyMachines is provider.Compute.DestroyMachines.
+// serverJobs resolves flavors and encodes machine configs, refusing every
+// spec that cannot be created.
+func (c *Cloud) serverJobs(ctx context.Context, cluster *config.Cluster, specs []provider.MachineSpec) ([]serverJob, error) {
+	flavorList, err := c.listFlavors(ctx)
+	if err != nil {
+		return nil, err
+	}
+	jobs := make([]serverJob, len(specs))
+	var errs []error
+	for i, s := range specs {
+		host := s.Machine.Hostname
+		pool, key, ok := poolOf(cluster, s.Machine.Pool)
+		if !ok {
+			errs = append(errs, fmt.Errorf("server %s: pool %q is not in cluster.yaml", host, s.Machine.Pool))
+			continue
+		}
+		f, err := resolveFlavor(flavorList, pool.Flavor, key+".flavor")
+		if err != nil {
+			errs = append(errs, fmt.Errorf("server %s: %w", host, err))
+			continue
+		}
+		ud := base64.StdEncoding.EncodeToString(s.Config)
+		if len(ud) > maxUserData {
+			errs = append(errs, fmt.Errorf("server %s: machine config is %d bytes, %d in base64, over Nova's user_data limit of %d: shrink %s.config_patches or talos.config_patches",
+				host, len(s.Config), len(ud), maxUserData, key))
+			continue
+		}
+		jobs[i] = serverJob{spec: s, flavor: f, disk: pool.Disk, userData: ud}
+	}
+	return jobs, errors.Join(errs...)
+}
+
+// createServer posts one server: boot from a new volume of the image,
+// the machine's port as its only NIC, config drive and user data.
+func (c *Cloud) createServer(ctx context.Context, cluster *config.Cluster, j serverJob) (string, error) {
+	switch {
+	case j.spec.Attachment.Attachment == "":
+		return "", errors.New("no network port: the network phase did not attach this machine")
+	case j.spec.Image.ID == "":
+		return "", errors.New("no boot image id: the image phase did not provide one")
+	}
+	configDrive := true
+	s, err := servers.Create(ctx, c.compute, servers.CreateOpts{
+		Name:             j.spec.Machine.Hostname,
+		FlavorRef:        j.flavor.ID,
+		AvailabilityZone: cluster.OpenStack.AvailabilityZone,
+		ConfigDrive:      &configDrive,
+		// Already base64: gophercloud passes it through unchanged.
+		UserData: []byte(j.userData),
+		Networks: []servers.Network{{Port: j.spec.Attachment.Attachment}},
+		BlockDevice: []servers.BlockDevice{{
+			SourceType: servers.SourceImage, UUID: j.spec.Image.ID, DestinationType: servers.DestinationVolume,
+			VolumeSize: j.disk, BootIndex: 0, DeleteOnTermination: true,
+		}},
+		Tags: NodeTags(j.spec.Machine, cluster.Name),
+	}, nil).Extract()
+	if err != nil {
+		return "", wrap(err, "nova")
+	}
+	return s.ID, nil
+}
+
+// plannedMachine is what a dry run reports for a server it would create.
+func plannedMachine(cluster *config.Cluster, j serverJob) provider.Machine {
+	m := j.spec.Machine
+	return provider.Machine{
+		Hostname: m.Hostname, Role: m.Role, Pool: m.Pool, Address: j.spec.Attachment.Address,
+		Flavor: j.flavor.Name, DiskGB: j.disk, Zone: cluster.OpenStack.AvailabilityZone,
+	}
+}
+
+// serverBooted ends the wait for a new server: ACTIVE, or ERROR with
+// Nova's fault.
+func serverBooted(s *servers.Server) (bool, error) {
+	switch {
+	case s == nil:
+		return true, errors.New("vanished while booting")
+	case s.Status == "ACTIVE":
+		return true, nil
+	case s.Status == "ERROR":
+		return true, fmt.Errorf("went to ERROR: %s", s.Fault.Message)
+	}
+	return false, nil
+}
+
+// serverGone ends the wait for a deleted server: it is no longer listed
+// (Nova answers 404 for it).
+func serverGone(s *servers.Server) (bool, error) { return s == nil, nil }
+
+// DestroyMachines deletes the inventory's servers (at most maxConcurrent
+// requests at a time) and waits until every one is gone.
 func (c *Cloud) DestroyMachines(ctx context.Context, cluster *config.Cluster, inv *provider.Inventory, plan *provider.Plan) error {
-	return errors.New("TODO compute")
+	var mu sync.Mutex
+	deleted := map[string]string{}
+	errs := fanOut(ctx, len(inv.Machines), func(ctx context.Context, i int) error {
+		m := inv.Machines[i]
+		change := state.Change{Action: "delete", Kind: KindServer, Name: m.Hostname, Detail: "server " + m.ID + " and its boot volume"}
+		return plan.Do(ctx, change, func(ctx context.Context) error {
+			err := servers.Delete(ctx, c.compute, m.ID).ExtractErr()
+			if err != nil && !isNotFound(err) {
+				return wrap(err, "nova")
+			}
+			mu.Lock()
+			deleted[m.ID] = m.Hostname
+			mu.Unlock()
+			return nil
+		})
+	})
+	if plan.DryRun {
+		return errors.Join(errs...)
+	}
+	_, werr := c.waitServers(ctx, cluster.Name, deleted, "gone", serverGone)
+	return errors.Join(append(errs, werr)...)
 }
 
-// EnsureImage is provider.Images.EnsureImage.
-func (c *Cloud) EnsureImage(ctx context.Context, spec provider.ImageSpec, plan *provider.Plan) (provider.Image, error) {
-	return provider.Image{}, errors.New("TODO image")
-}
-
-// FindImage is provider.Images.FindImage.
-func (c *Cloud) FindImage(ctx context.Context, spec provider.ImageSpec) (provider.Image, bool, error) {
-	return provider.Image{}, false, errors.New("TODO image")
-}
-
-// Status is provider.Cloud.Status.
-func (c *Cloud) Status(ctx context.Context, cluster *config.Cluster) (*provider.Status, error) {
-	return nil, errors.New("TODO status")
+// fanOut runs fn for 0..n-1, at most maxConcurrent at a time, and returns
+// each one's error.
+func fanOut(ctx context.Context, n int, fn func(ctx context.Context, i int) error) []error {
+	errs := make([]error, n)
+	sem := make(chan struct{}, maxConcurrent)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			select {
+			case sem <- struct{}{}:
+				defer func() { <-sem }()
+				errs[i] = fn(ctx, i)
+			case <-ctx.Done():
+				errs[i] = ctx.Err()
+			}
+		})
+	}
+	wg.Wait()
+	return errs
 }

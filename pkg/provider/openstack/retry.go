@@ -10,7 +10,8 @@ import (
 	"time"
 )
 
-// retryTransport bounds every attempt of a request by timeout and retries
+// retryTransport bounds every attempt of a request by timeout (a streamed
+// upload, whose body cannot be replayed, by uploadTimeout) and retries
 // attempts that failed transiently: any method on 502, 503 and 504 (the
 // request did not reach the service) or a refused connection; idempotent
 // methods (GET, HEAD, PUT, DELETE) also on 500, on a timed-out attempt and
@@ -21,17 +22,19 @@ type retryTransport struct {
 	next    http.RoundTripper
 	retries int
 	timeout time.Duration
-	logf    func(format string, args ...any)
+	// uploadTimeout bounds a streamed upload (a boot image of a GB or more).
+	uploadTimeout time.Duration
+	logf          func(format string, args ...any)
 }
 
 func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	retries := t.retries
+	retries, timeout := t.retries, t.timeout
 	if req.Body != nil && req.Body != http.NoBody && req.GetBody == nil {
-		retries = 0
+		retries, timeout = 0, t.uploadTimeout
 	}
 	backoff := 250 * time.Millisecond
 	for attempt := 0; ; attempt++ {
-		resp, err := t.attempt(req, attempt)
+		resp, err := t.attempt(req, attempt, timeout)
 		if attempt >= retries || req.Context().Err() != nil || !transient(req.Method, resp, err) {
 			return resp, err
 		}
@@ -53,8 +56,8 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // attempt sends one try of req under its own timeout, which ends when the
 // response body is closed.
-func (t *retryTransport) attempt(req *http.Request, n int) (*http.Response, error) {
-	ctx, cancel := context.WithTimeout(req.Context(), t.timeout)
+func (t *retryTransport) attempt(req *http.Request, n int, timeout time.Duration) (*http.Response, error) {
+	ctx, cancel := context.WithTimeout(req.Context(), timeout)
 	r := req.Clone(ctx)
 	if n > 0 && req.GetBody != nil {
 		body, err := req.GetBody()

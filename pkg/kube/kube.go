@@ -1,0 +1,132 @@
+// Package kube is the Kubernetes API as the nodes phase uses it, through
+// client-go: probing whether the cluster is up (the only input to "needs
+// bootstrap", I-3), reading its version and nodes, waiting for nodes to be
+// Ready.
+//
+// Every request is bounded by Options.Timeout (kubectl's
+// --request-timeout=10s, I-X1), and its error names the request ("kube list
+// nodes: timed out after 10s").
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// The reference's bounds (spec §3.1 steps 5 and 15, I-3, I-13, I-X1, I-X2).
+const (
+	// DefaultTimeout bounds one request.
+	DefaultTimeout = 10 * time.Second
+	// DefaultRetryInterval is the pause between ServerVersion attempts.
+	DefaultRetryInterval = 10 * time.Second
+	// ProbeAttempts and ProbeInterval are the reference's Probe.
+	ProbeAttempts = 3
+	ProbeInterval = 10 * time.Second
+	// versionAttempts is how often ServerVersion asks (I-13).
+	versionAttempts = 3
+	// ReadyBudget and ReadyPoll are the reference's WaitReady.
+	ReadyBudget = 900 * time.Second
+	ReadyPoll   = 15 * time.Second
+)
+
+// Options tune a Client. Zero fields take the defaults above.
+type Options struct {
+	// Timeout bounds every request.
+	Timeout time.Duration
+	// RetryInterval is the pause between ServerVersion attempts.
+	RetryInterval time.Duration
+}
+
+// Client is a Kubernetes API client from a kubeconfig.
+type Client struct {
+	cs     *kubernetes.Clientset
+	opts   Options
+	server string
+}
+
+// Server is the API server URL the client talks to.
+func (c *Client) Server() string { return c.server }
+
+// Load returns a client for the current context of the kubeconfig file at
+// path (relative file references resolved against it).
+func Load(path string, o Options) (*Client, error) {
+	cfg, err := clientcmd.LoadFromFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", path, err)
+	}
+	c, err := fromConfig(cfg, o)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// FromBytes returns a client for the current context of a kubeconfig (as
+// Talos's Kubeconfig call returns it).
+func FromBytes(kubeconfig []byte, o Options) (*Client, error) {
+	cfg, err := clientcmd.Load(kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	c, err := fromConfig(cfg, o)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	return c, nil
+}
+
+func fromConfig(cfg *clientcmdapi.Config, o Options) (*Client, error) {
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.RetryInterval <= 0 {
+		o.RetryInterval = DefaultRetryInterval
+	}
+	rc, err := clientcmd.NewDefaultClientConfig(*cfg, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, err
+	}
+	rc.Timeout = o.Timeout
+	// No client-side rate limit: talosc's polls are few and paced, and a
+	// limiter wait must never eat a request's budget.
+	rc.QPS = -1
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{cs: cs, opts: o, server: rc.Host}, nil
+}
+
+// request runs one bounded request, naming it in its error.
+func (c *Client) request(ctx context.Context, what string, fn func(context.Context) error) error {
+	rctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+	defer cancel()
+	err := fn(rctx)
+	if err == nil {
+		return nil
+	}
+	var ne net.Error
+	if ctx.Err() == nil && (rctx.Err() != nil || errors.As(err, &ne) && ne.Timeout()) {
+		return fmt.Errorf("kube %s: timed out after %s", what, c.opts.Timeout)
+	}
+	return fmt.Errorf("kube %s: %w", what, err)
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

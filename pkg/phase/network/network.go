@@ -1,0 +1,130 @@
+// Package network is the net phase: the cluster network, its security
+// rules and the endpoints (the Kubernetes API VIP and its advertised
+// address, the ingress VIP, one attachment per machine) the nodes phase
+// builds machines on.
+package network
+
+import (
+	"context"
+	"errors"
+
+	"github.com/talosc/talosc/pkg/config"
+	"github.com/talosc/talosc/pkg/phase"
+	"github.com/talosc/talosc/pkg/phase/preflight"
+	"github.com/talosc/talosc/pkg/provider"
+	"github.com/talosc/talosc/pkg/state"
+)
+
+// Outputs is the net section's outputs: the provider and what it reported.
+type Outputs struct {
+	Provider string `json:"provider"`
+	// Infrastructure is the provider's status (status only).
+	Infrastructure *provider.Status `json:"infrastructure,omitempty"`
+	provider.NetworkResult
+}
+
+// Phase is the net phase.
+type Phase struct{}
+
+var _ phase.Phase = Phase{}
+
+// Name is the section the phase owns.
+func (Phase) Name() string { return phase.Net }
+
+// Spec is what the network phase reconciles for cfg.
+func Spec(cfg *config.Cluster) provider.NetworkSpec {
+	hosts := cfg.Hostnames()
+	ms := make([]provider.MachineNet, len(hosts))
+	for i, h := range hosts {
+		ms[i] = provider.MachineNet{Hostname: h.Hostname, Role: h.Role, Pool: h.Pool}
+	}
+	return provider.NetworkSpec{Cluster: cfg, Machines: ms}
+}
+
+// Converge reconciles the network and reports the endpoints. Run alone
+// (no image section upstream) it runs the preflight itself.
+func (Phase) Converge(ctx context.Context, in *phase.Input, sec *state.Section) error {
+	cloud, err := in.Env.Cloud(ctx, in)
+	if err != nil {
+		return err
+	}
+	if _, ran, _ := in.State.Section(phase.Image); !ran {
+		if _, err := preflight.Run(ctx, in, cloud); err != nil {
+			return err
+		}
+	}
+	plan := in.NewPlan()
+	res, err := cloud.ReconcileNetwork(ctx, Spec(in.Config), plan)
+	sec.Plan = plan.Changes()
+	if res == nil {
+		return errors.Join(err, sec.SetOutputs(Outputs{Provider: in.Config.Provider()}))
+	}
+	if err := record(in, sec, res); err != nil {
+		return err
+	}
+	if err == nil {
+		in.Out.Info("kubeapi advertised %s vip %s", orPending(res.Kubernetes.Advertised), orPending(addr(res.Kubernetes)))
+	}
+	return err
+}
+
+// Destroy removes every owned network resource.
+func (Phase) Destroy(ctx context.Context, in *phase.Input, sec *state.Section) error {
+	cloud, err := in.Env.Cloud(ctx, in)
+	if err != nil {
+		return err
+	}
+	plan := in.NewPlan()
+	err = cloud.DestroyNetwork(ctx, in.Config, plan)
+	sec.Plan = plan.Changes()
+	return err
+}
+
+// Status reports the network as it is.
+func (Phase) Status(ctx context.Context, in *phase.Input, sec *state.Section) error {
+	cloud, err := in.Env.Cloud(ctx, in)
+	if err != nil {
+		return err
+	}
+	res, err := cloud.CurrentNetwork(ctx, Spec(in.Config))
+	if err != nil {
+		return err
+	}
+	st, err := cloud.Status(ctx, in.Config)
+	if err != nil {
+		return err
+	}
+	in.Out.Info("%s", st.Summary)
+	return sec.SetOutputs(Outputs{Provider: in.Config.Provider(), Infrastructure: st, NetworkResult: *res})
+}
+
+// Check has nothing to report without credentials.
+func (Phase) Check(context.Context, *phase.Input) (phase.Report, error) {
+	return phase.Report{OK: true}, nil
+}
+
+func record(in *phase.Input, sec *state.Section, res *provider.NetworkResult) error {
+	if !res.Kubernetes.VIP.IsValid() || res.Kubernetes.Advertised == "" {
+		sec.Unknown = []string{"kubernetes"}
+	}
+	return sec.SetOutputs(Outputs{Provider: in.Config.Provider(), NetworkResult: *res})
+}
+
+func addr(e provider.Endpoint) string {
+	if !e.VIP.IsValid() {
+		return ""
+	}
+	return e.VIP.String()
+}
+
+func orPending(s string) string {
+	if s == "" {
+		return "(pending)"
+	}
+	return s
+}
+
+// Read returns the net outputs of an earlier net phase in doc.
+func Read(doc *state.Document) (Outputs, bool, error) {
+	return state.Outputs[Outputs](doc, phase.Net)
+}

@@ -1,0 +1,58 @@
+package nodes
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+
+	"github.com/talosc/talosc/pkg/config"
+	"github.com/talosc/talosc/pkg/talos/factory"
+	"github.com/talosc/talosc/pkg/talos/identity"
+	"github.com/talosc/talosc/pkg/talos/machineconfig"
+)
+
+// Installers resolves every pool's installer image at the Image Factory at
+// factoryURL (the registry host of the installer references).
+func Installers(cfg *config.Cluster, factoryURL string) (*factory.InstallerPlan, error) {
+	host, err := factory.RegistryHost(factoryURL)
+	if err != nil {
+		return nil, fmt.Errorf("image factory %s: %w", factoryURL, err)
+	}
+	platform, err := factory.PlatformFor(cfg.Provider())
+	if err != nil {
+		return nil, err
+	}
+	return factory.Installers(cfg, factory.InstallerOptions{Host: host, Platform: platform})
+}
+
+// registerInstallers registers every installer's schematic with the Image
+// Factory (idempotent; the factory serves installers of known schematics
+// only).
+func registerInstallers(ctx context.Context, fc *factory.Client, plan *factory.InstallerPlan) error {
+	for _, inst := range plan.Installers {
+		id, err := fc.CreateSchematic(ctx, inst.Schematic)
+		if err != nil {
+			return fmt.Errorf("register the installer schematic of pool(s) %v with the image factory: %w", inst.Pools, err)
+		}
+		if id != inst.SchematicID {
+			return fmt.Errorf("the image factory gave schematic id %s for pool(s) %v, talosc computed %s", id, inst.Pools, inst.SchematicID)
+		}
+	}
+	return nil
+}
+
+// ConfigInput is the generation input every node of the cluster shares.
+func ConfigInput(cfg *config.Cluster, id *identity.Identity, advertised string, vip netip.Addr, installers map[string]string, project string) machineconfig.Input {
+	in := machineconfig.Input{
+		Cluster:           cfg,
+		Secrets:           id.Bundle(),
+		AdvertisedAddress: advertised,
+		VIP:               vip,
+		Installers:        installers,
+		OpenStackProject:  project,
+	}
+	if pass, ok := id.DiskEncryptionPassphrase(); ok {
+		in.DiskEncryptionPassphrase = config.Secret(pass)
+	}
+	return in
+}

@@ -1,0 +1,199 @@
+package openstack
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/image/v2/imagedata"
+	"github.com/gophercloud/gophercloud/v2/openstack/image/v2/images"
+	"github.com/ulikunitz/xz"
+
+	"github.com/talosc/talosc/pkg/provider"
+	"github.com/talosc/talosc/pkg/state"
+)
+
+// KindImage is the plan kind of the shared Glance boot image.
+const KindImage = "openstack:image"
+
+// Glance attributes of the boot image (reference §5.2).
+const (
+	imageMinDiskGB  = 20
+	imageMinRAMMB   = 2048
+	propGuestAgent  = "hw_qemu_guest_agent"
+	propTalos       = "talos_version"
+	propSchematic   = "talos_schematic"
+	guestAgentValue = "yes"
+)
+
+// FindImage finds the active Glance image named spec.Name.
+func (c *Cloud) FindImage(ctx context.Context, spec provider.ImageSpec) (provider.Image, bool, error) {
+	img, ok, err := c.findImage(ctx, spec.Name)
+	if !ok || err != nil {
+		return provider.Image{}, false, err
+	}
+	return imageOf(img), true, nil
+}
+
+// EnsureImage finds the boot image, or creates it from the Image Factory
+// artifact (decompressed while it streams into Glance), and makes sure it
+// asks for the QEMU guest agent.
+func (c *Cloud) EnsureImage(ctx context.Context, spec provider.ImageSpec, plan *provider.Plan) (provider.Image, error) {
+	img, ok, err := c.findImage(ctx, spec.Name)
+	if err != nil {
+		return provider.Image{}, err
+	}
+	if ok {
+		return imageOf(img), c.ensureGuestAgent(ctx, img, plan)
+	}
+	created := provider.Image{Name: spec.Name}
+	change := state.Change{
+		Action: "create", Kind: KindImage, Name: spec.Name,
+		Detail: fmt.Sprintf("raw image of Talos %s, schematic %s, from %s", spec.TalosVersion, spec.SchematicID, spec.Artifact),
+	}
+	err = plan.Do(ctx, change, func(ctx context.Context) error {
+		var err error
+		created, err = c.createImage(ctx, spec)
+		return err
+	})
+	return created, err
+}
+
+// findImage returns the active image named name; of several, the oldest
+// (then the lowest id), with a warning.
+func (c *Cloud) findImage(ctx context.Context, name string) (*images.Image, bool, error) {
+	pages, err := images.List(c.image, images.ListOpts{Name: name, Status: images.ImageStatusActive}).AllPages(ctx)
+	if err != nil {
+		return nil, false, wrap(err, "list glance images named %q", name)
+	}
+	found, err := images.ExtractImages(pages)
+	if err != nil {
+		return nil, false, wrap(err, "list glance images named %q", name)
+	}
+	found = slices.DeleteFunc(found, func(img images.Image) bool {
+		return img.Name != name || img.Status != images.ImageStatusActive
+	})
+	if len(found) == 0 {
+		return nil, false, nil
+	}
+	slices.SortFunc(found, func(a, b images.Image) int {
+		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), strings.Compare(a.ID, b.ID))
+	})
+	if len(found) > 1 {
+		ids := make([]string, len(found))
+		for i, img := range found {
+			ids[i] = img.ID
+		}
+		c.opts.Logf("openstack: %d active glance images are named %q (%s); using the oldest, %s", len(found), name, strings.Join(ids, ", "), found[0].ID)
+	}
+	return &found[0], true, nil
+}
+
+// ensureGuestAgent sets hw_qemu_guest_agent=yes on an image lacking it.
+func (c *Cloud) ensureGuestAgent(ctx context.Context, img *images.Image, plan *provider.Plan) error {
+	have, present := img.Properties[propGuestAgent]
+	if have == guestAgentValue {
+		return nil
+	}
+	op := images.AddOp
+	if present {
+		op = images.ReplaceOp
+	}
+	change := state.Change{Action: "update", Kind: KindImage, Name: img.Name, Detail: propGuestAgent + "=" + guestAgentValue}
+	return plan.Do(ctx, change, func(ctx context.Context) error {
+		patch := images.UpdateOpts{images.UpdateImageProperty{Op: op, Name: propGuestAgent, Value: guestAgentValue}}
+		_, err := images.Update(ctx, c.image, img.ID, patch).Extract()
+		return wrap(err, "glance image %s", img.ID)
+	})
+}
+
+// createImage creates the image record and uploads the artifact into it;
+// an image whose upload failed is deleted.
+func (c *Cloud) createImage(ctx context.Context, spec provider.ImageSpec) (provider.Image, error) {
+	if spec.Fetch == nil {
+		return provider.Image{}, fmt.Errorf("no way to download the image factory artifact %s", spec.Artifact)
+	}
+	private := images.ImageVisibilityPrivate
+	img, err := images.Create(ctx, c.image, images.CreateOpts{
+		Name: spec.Name, Visibility: &private, Tags: []string{TagManagedBy},
+		DiskFormat: "raw", ContainerFormat: "bare", MinDisk: imageMinDiskGB, MinRAM: imageMinRAMMB,
+		Properties: map[string]string{propGuestAgent: guestAgentValue, propTalos: spec.TalosVersion, propSchematic: spec.SchematicID},
+	}).Extract()
+	if err != nil {
+		return provider.Image{}, wrap(err, "glance")
+	}
+	if err := c.upload(ctx, img.ID, spec); err != nil {
+		// The caller's context may be what ended the upload; the
+		// half-made image is removed regardless.
+		cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.opts.RequestTimeout)
+		defer cancel()
+		if derr := images.Delete(cleanup, c.image, img.ID).ExtractErr(); derr != nil && !isNotFound(derr) {
+			err = errors.Join(err, wrap(derr, "delete the incomplete glance image %s (delete it by hand)", img.ID))
+		}
+		return provider.Image{}, err
+	}
+	id := img.ID
+	if img, err = images.Get(ctx, c.image, id).Extract(); err != nil {
+		return provider.Image{}, wrap(err, "glance image %s after upload", id)
+	}
+	if img.Status != images.ImageStatusActive {
+		return provider.Image{}, fmt.Errorf("glance image %s is %s after its upload, not active", id, img.Status)
+	}
+	return imageOf(img), nil
+}
+
+// upload streams spec's artifact through an xz decompressor into the
+// image's data (PUT /file); nothing is buffered beyond the pipes. A failed
+// or truncated download fails the upload.
+func (c *Cloud) upload(ctx context.Context, id string, spec provider.ImageSpec) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	pr, pw := io.Pipe()
+	fetched := make(chan error, 1)
+	go func() {
+		_, err := spec.Fetch(ctx, pw)
+		if err != nil {
+			err = fmt.Errorf("download %s: %w", spec.Artifact, err)
+		}
+		pw.CloseWithError(err) // nil: the decompressor sees the end
+		fetched <- err
+	}()
+	// finish stops the download (if the upload ended first) and returns
+	// its outcome, which explains an upload failure best.
+	finish := func(upErr error) error {
+		pr.CloseWithError(errors.New("upload ended"))
+		if err := <-fetched; err != nil {
+			return err
+		}
+		return upErr
+	}
+	raw, err := xz.NewReader(pr)
+	if err != nil {
+		return finish(fmt.Errorf("decompress %s: %w", spec.Artifact, err))
+	}
+	err = imagedata.Upload(ctx, c.image, id, &readErrs{r: raw, what: "decompress " + spec.Artifact}).ExtractErr()
+	return finish(wrap(err, "upload to glance image %s", id))
+}
+
+// readErrs names what failed when reading r did (the HTTP client reports a
+// body read error without saying it came from the body).
+type readErrs struct {
+	r    io.Reader
+	what string
+}
+
+func (r *readErrs) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return n, fmt.Errorf("%s: %w", r.what, err)
+	}
+	return n, err
+}
+
+func imageOf(img *images.Image) provider.Image {
+	return provider.Image{ID: img.ID, Name: img.Name, Status: string(img.Status)}
+}

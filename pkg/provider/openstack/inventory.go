@@ -1,0 +1,199 @@
+package openstack
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/blockstorage/v3/volumes"
+	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
+
+	"github.com/talosc/talosc/pkg/config"
+	"github.com/talosc/talosc/pkg/provider"
+)
+
+// Inventory lists the cluster's owned servers with one tag-filtered server
+// list and, when there are any, one volume list for their boot disks.
+func (c *Cloud) Inventory(ctx context.Context, cluster *config.Cluster) (*provider.Inventory, error) {
+	list, err := c.ownedServers(ctx, cluster.Name)
+	if err != nil {
+		return nil, err
+	}
+	inv := &provider.Inventory{Machines: make([]provider.Machine, 0, len(list))}
+	if len(list) == 0 {
+		return inv, nil
+	}
+	disks, err := c.bootDiskSizes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for i := range list {
+		m := machineOf(&list[i], cluster.Name)
+		m.DiskGB = disks[m.ID]
+		inv.Machines = append(inv.Machines, m)
+	}
+	slices.SortStableFunc(inv.Machines, func(a, b provider.Machine) int { return strings.Compare(a.Hostname, b.Hostname) })
+	return inv, nil
+}
+
+// ownedServers lists the servers carrying the cluster's ownership markers
+// (either managed-by marker).
+func (c *Cloud) ownedServers(ctx context.Context, cluster string) ([]servers.Server, error) {
+	pages, err := servers.List(c.compute, servers.ListOpts{Tags: ClusterTag(cluster), TagsAny: managedAny}).AllPages(ctx)
+	if err != nil {
+		return nil, wrap(err, "list the nova servers of cluster %s", cluster)
+	}
+	list, err := servers.ExtractServers(pages)
+	if err != nil {
+		return nil, wrap(err, "list the nova servers of cluster %s", cluster)
+	}
+	return slices.DeleteFunc(list, func(s servers.Server) bool { return s.Tags == nil || !Owned(*s.Tags, cluster) }), nil
+}
+
+// bootDiskSizes maps server id → size in GB of its boot volume: the volume
+// attached as the first disk, else a bootable one.
+func (c *Cloud) bootDiskSizes(ctx context.Context) (map[string]int, error) {
+	pages, err := volumes.List(c.volume, volumes.ListOpts{}).AllPages(ctx)
+	if err != nil {
+		return nil, wrap(err, "list cinder volumes")
+	}
+	vols, err := volumes.ExtractVolumes(pages)
+	if err != nil {
+		return nil, wrap(err, "list cinder volumes")
+	}
+	sizes := map[string]int{}
+	for _, v := range vols {
+		for _, a := range v.Attachments {
+			if isFirstDisk(a.Device) || (v.Bootable == "true" && sizes[a.ServerID] == 0) {
+				sizes[a.ServerID] = v.Size
+			}
+		}
+	}
+	return sizes, nil
+}
+
+// isFirstDisk reports a root device name such as /dev/vda or /dev/sda.
+func isFirstDisk(device string) bool {
+	return strings.HasPrefix(device, "/dev/") && strings.HasSuffix(device, "da")
+}
+
+// machineOf is a server as the phases see it; DiskGB is the caller's.
+func machineOf(s *servers.Server, cluster string) provider.Machine {
+	m := provider.Machine{Hostname: s.Name, ID: s.ID, Status: s.Status, Zone: s.AvailabilityZone, Flavor: flavorName(s.Flavor)}
+	if s.Tags != nil {
+		for _, t := range *s.Tags {
+			if v, ok := strings.CutPrefix(t, RoleTag("")); ok {
+				m.Role = v
+			}
+			if v, ok := strings.CutPrefix(t, PoolTag("")); ok {
+				m.Pool = v
+			}
+		}
+	}
+	m.Address = fixedAddress(s.Addresses, cluster+"-net")
+	return m
+}
+
+// flavorName is the server's flavor: its name at microversion 2.47+ (the
+// flavor is embedded), else its id.
+func flavorName(f map[string]any) string {
+	if name, ok := f["original_name"].(string); ok {
+		return name
+	}
+	id, _ := f["id"].(string)
+	return id
+}
+
+// fixedAddress is the first fixed address Nova reports, looking at the
+// network named preferred first and then the others by name.
+func fixedAddress(addrs map[string]any, preferred string) netip.Addr {
+	names := make([]string, 0, len(addrs))
+	for n := range addrs {
+		names = append(names, n)
+	}
+	slices.SortFunc(names, func(a, b string) int {
+		if (a == preferred) != (b == preferred) {
+			if a == preferred {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
+	for _, n := range names {
+		list, _ := addrs[n].([]any)
+		for _, item := range list {
+			e, _ := item.(map[string]any)
+			if kind, _ := e["OS-EXT-IPS:type"].(string); kind != "" && kind != "fixed" {
+				continue
+			}
+			raw, _ := e["addr"].(string)
+			if a, err := netip.ParseAddr(raw); err == nil {
+				return a
+			}
+		}
+	}
+	return netip.Addr{}
+}
+
+// waitServers polls the cluster's server list every Options.Poll until done
+// has ended the wait of every server in pending (id → hostname) or
+// Options.Wait has passed. It returns the servers last listed when their
+// wait ended without error, and each failure naming its server.
+func (c *Cloud) waitServers(ctx context.Context, cluster string, pending map[string]string, want string, done func(*servers.Server) (bool, error)) (map[string]servers.Server, error) {
+	wait, cancel := context.WithTimeout(ctx, c.opts.Wait)
+	defer cancel()
+	finished := map[string]servers.Server{}
+	status := map[string]string{}
+	var errs []error
+	for len(pending) > 0 {
+		list, err := c.ownedServers(wait, cluster)
+		if err != nil && wait.Err() == nil {
+			return finished, errors.Join(append(errs, err)...)
+		}
+		if err == nil {
+			listed := map[string]*servers.Server{}
+			for i := range list {
+				listed[list[i].ID] = &list[i]
+			}
+			for _, id := range slices.Sorted(maps.Keys(pending)) {
+				s := listed[id]
+				if s != nil {
+					status[id] = s.Status
+				}
+				ended, err := done(s)
+				switch {
+				case !ended:
+					continue
+				case err != nil:
+					errs = append(errs, fmt.Errorf("server %s (%s): %w", pending[id], id, err))
+				case s != nil:
+					finished[id] = *s
+				}
+				delete(pending, id)
+			}
+		}
+		if len(pending) == 0 {
+			break
+		}
+		select {
+		case <-wait.Done():
+			reason := fmt.Sprintf("not %s after %s", want, c.opts.Wait)
+			if ctx.Err() != nil {
+				reason = fmt.Sprintf("stopped waiting for %s: %v", want, ctx.Err())
+			}
+			for _, id := range slices.Sorted(maps.Keys(pending)) {
+				errs = append(errs, fmt.Errorf("server %s (%s): %s (status %s)", pending[id], id, reason, cmp.Or(status[id], "unknown")))
+			}
+			return finished, errors.Join(errs...)
+		case <-time.After(c.opts.Poll):
+		}
+	}
+	return finished, errors.Join(errs...)
+}

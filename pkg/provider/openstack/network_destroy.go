@@ -1,0 +1,121 @@
+package openstack
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
+	"github.com/gophercloud/gophercloud/v2/pagination"
+
+	"github.com/talosc/talosc/pkg/config"
+	"github.com/talosc/talosc/pkg/provider"
+)
+
+// doomed is one owned resource destroy deletes.
+type doomed struct {
+	kind, name, id string
+	del            func(ctx context.Context, id string) error
+}
+
+// DestroyNetwork is provider.Networks.DestroyNetwork: every resource
+// carrying the cluster's ownership tags goes, in dependency order: floating
+// IPs, ports, router interfaces, routers, subnets, networks, security
+// groups. The reads come first; a port still bound to a server (the nodes
+// phase deletes servers before the network) fails before any change.
+func (c *Cloud) DestroyNetwork(ctx context.Context, cluster *config.Cluster, plan *provider.Plan) error {
+	all, err := c.readOwnedNetwork(ctx, cluster.Name)
+	if err != nil {
+		return err
+	}
+	for _, d := range all {
+		if err := c.deleteNeutron(ctx, plan, d.kind, d.name, d.id, d.del); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readOwnedNetwork lists the cluster's owned network resources by tag (one
+// call per kind, plus one per router for its interfaces), in the order
+// they must be deleted. It lists by the cluster tag and checks both
+// markers itself, so resources with the legacy managed-by marker go too.
+func (c *Cloud) readOwnedNetwork(ctx context.Context, cluster string) ([]doomed, error) {
+	tag := ClusterTag(cluster)
+	var out []doomed
+	fips, err := listOwned(ctx, cluster, floatingips.List(c.network, floatingips.ListOpts{Tags: tag}), floatingips.ExtractFloatingIPs, func(f floatingips.FloatingIP) []string { return f.Tags })
+	if err != nil {
+		return nil, wrap(err, "list the floating ips of cluster %s", cluster)
+	}
+	for _, f := range fips {
+		out = append(out, doomed{kindFloatingIP, cmp.Or(f.Description, f.FloatingIP), f.ID, c.deleteFloatingIP})
+	}
+	ps, err := listOwned(ctx, cluster, ports.List(c.network, ports.ListOpts{Tags: tag}), ports.ExtractPorts, func(p ports.Port) []string { return p.Tags })
+	if err != nil {
+		return nil, wrap(err, "list the ports of cluster %s", cluster)
+	}
+	for _, p := range ps {
+		if p.DeviceID != "" && !strings.HasPrefix(p.DeviceOwner, "network:") {
+			return nil, fmt.Errorf("port %s (%s) is still bound to server %s: delete the machine first (destroy deletes servers before the network)", p.Name, p.ID, p.DeviceID)
+		}
+		out = append(out, doomed{kindPort, p.Name, p.ID, c.deletePort})
+	}
+	rts, err := listOwned(ctx, cluster, routers.List(c.network, routers.ListOpts{Tags: tag}), routers.ExtractRouters, func(r routers.Router) []string { return r.Tags })
+	if err != nil {
+		return nil, wrap(err, "list the routers of cluster %s", cluster)
+	}
+	for _, rt := range rts {
+		ifaces, err := listAll(ctx, ports.List(c.network, ports.ListOpts{DeviceID: rt.ID, DeviceOwner: ownerRouterInterface}), ports.ExtractPorts)
+		if err != nil {
+			return nil, wrap(err, "list the interfaces of router %s", rt.Name)
+		}
+		for _, p := range ifaces {
+			out = append(out, doomed{kindRouterInterface, rt.Name, p.ID, func(ctx context.Context, id string) error {
+				return routers.RemoveInterface(ctx, c.network, rt.ID, routers.RemoveInterfaceOpts{PortID: id}).Err
+			}})
+		}
+	}
+	for _, rt := range rts {
+		out = append(out, doomed{kindRouter, rt.Name, rt.ID, c.deleteRouter})
+	}
+	sns, err := listOwned(ctx, cluster, subnets.List(c.network, subnets.ListOpts{Tags: tag}), subnets.ExtractSubnets, func(s subnets.Subnet) []string { return s.Tags })
+	if err != nil {
+		return nil, wrap(err, "list the subnets of cluster %s", cluster)
+	}
+	for _, sn := range sns {
+		out = append(out, doomed{kindSubnet, sn.Name, sn.ID, c.deleteSubnet})
+	}
+	nets, err := listOwned(ctx, cluster, networks.List(c.network, networks.ListOpts{Tags: tag}), networks.ExtractNetworks, func(n networks.Network) []string { return n.Tags })
+	if err != nil {
+		return nil, wrap(err, "list the networks of cluster %s", cluster)
+	}
+	for _, n := range nets {
+		out = append(out, doomed{kindNetwork, n.Name, n.ID, c.deleteNetwork})
+	}
+	sgs, err := listOwned(ctx, cluster, groups.List(c.network, groups.ListOpts{Tags: tag}), groups.ExtractGroups, func(g groups.SecGroup) []string { return g.Tags })
+	if err != nil {
+		return nil, wrap(err, "list the security groups of cluster %s", cluster)
+	}
+	for _, g := range sgs {
+		out = append(out, doomed{kindSecurityGroup, g.Name, g.ID, c.deleteSecurityGroup})
+	}
+	return out, nil
+}
+
+// listOwned lists through pager and keeps what carries both markers.
+func listOwned[T any](ctx context.Context, cluster string, pager pagination.Pager, extract func(pagination.Page) ([]T, error), tags func(T) []string) ([]T, error) {
+	all, err := listAll(ctx, pager, extract)
+	out := all[:0]
+	for _, x := range all {
+		if Owned(tags(x), cluster) {
+			out = append(out, x)
+		}
+	}
+	return out, err
+}

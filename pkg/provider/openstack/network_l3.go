@@ -1,0 +1,186 @@
+package openstack
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/mtu"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
+
+	"github.com/talosc/talosc/pkg/config"
+	"github.com/talosc/talosc/pkg/provider"
+	"github.com/talosc/talosc/pkg/state"
+)
+
+// netReconciler runs the steps of ReconcileNetwork over what was read.
+// Each step mutates only through plan and records what it creates in inv.
+type netReconciler struct {
+	c        *Cloud
+	cfg      *config.Cluster
+	machines []provider.MachineNet
+	plan     *provider.Plan
+	inv      *netInventory
+}
+
+// network creates the cluster network stating network.cluster.mtu, and
+// warns when an existing one carries less.
+func (r *netReconciler) network(ctx context.Context) error {
+	n, want := r.inv.names, r.cfg.Network.Cluster.MTU
+	if have := r.inv.net; have != nil {
+		if have.MTU > 0 && have.MTU < want {
+			r.c.opts.Logf("openstack: network %s carries mtu %d, less than network.cluster.mtu %d; set network.cluster.mtu to %d or recreate the network",
+				n.net, have.MTU, want, have.MTU)
+		}
+		return nil
+	}
+	return r.plan.Do(ctx, state.Change{Action: state.ActionCreate, Kind: kindNetwork, Name: n.net, Detail: fmt.Sprintf("mtu %d", want)}, func(ctx context.Context) error {
+		var created network
+		err := r.c.createOwned(ctx, neutronCreate{
+			kind: kindNetwork, collection: "networks", name: n.net, tags: ClusterTags(n.cluster),
+			create: func(ctx context.Context) (string, error) {
+				up := true
+				opts := mtu.CreateOptsExt{CreateOptsBuilder: networks.CreateOpts{Name: n.net, AdminStateUp: &up}, MTU: want}
+				if err := networks.Create(ctx, r.c.network, opts).ExtractInto(&created); err != nil {
+					if gophercloud.ResponseCodeIs(err, http.StatusBadRequest) && strings.Contains(err.Error(), "MTU") {
+						return "", fmt.Errorf("network.cluster.mtu %d is more than the cloud allows; lower network.cluster.mtu: %w", want, err)
+					}
+					return "", err
+				}
+				return created.ID, nil
+			},
+			del: r.c.deleteNetwork,
+		})
+		if err == nil {
+			r.inv.net = &created
+		}
+		return err
+	})
+}
+
+// subnet creates the IPv4 cluster subnet, or updates its DNS servers in place.
+func (r *netReconciler) subnet(ctx context.Context) error {
+	n := r.inv.names
+	dns := make([]string, 0, len(r.cfg.Network.DNS))
+	for _, a := range r.cfg.Network.DNS {
+		dns = append(dns, a.String())
+	}
+	store := func(sn *subnets.Subnet, err error) error {
+		if err == nil {
+			r.inv.subnet = sn
+		}
+		return err
+	}
+	if sn := r.inv.subnet; sn != nil {
+		if slices.Equal(sn.DNSNameservers, dns) {
+			return nil
+		}
+		detail := fmt.Sprintf("dns %s -> %s", listOrNone(sn.DNSNameservers), listOrNone(dns))
+		return r.plan.Do(ctx, state.Change{Action: state.ActionUpdate, Kind: kindSubnet, Name: n.subnet, Detail: detail}, func(ctx context.Context) error {
+			return store(subnets.Update(ctx, r.c.network, sn.ID, subnets.UpdateOpts{DNSNameservers: &dns}).Extract())
+		})
+	}
+	cidr := r.cfg.Network.Cluster.CIDR.String()
+	return r.plan.Do(ctx, state.Change{Action: state.ActionCreate, Kind: kindSubnet, Name: n.subnet, Detail: cidr}, func(ctx context.Context) error {
+		var sn *subnets.Subnet
+		err := r.c.createOwned(ctx, neutronCreate{
+			kind: kindSubnet, collection: "subnets", name: n.subnet, tags: ClusterTags(n.cluster),
+			create: func(ctx context.Context) (string, error) {
+				var err error
+				sn, err = subnets.Create(ctx, r.c.network, subnets.CreateOpts{
+					NetworkID: r.inv.net.ID, Name: n.subnet, CIDR: cidr, IPVersion: gophercloud.IPv4, DNSNameservers: dns,
+				}).Extract()
+				if err != nil {
+					return "", err
+				}
+				return sn.ID, nil
+			},
+			del: r.c.deleteSubnet,
+		})
+		return store(sn, err)
+	})
+}
+
+func listOrNone(dns []string) string {
+	if len(dns) == 0 {
+		return "none"
+	}
+	return strings.Join(dns, ",")
+}
+
+// router creates the cluster router with its gateway on
+// openstack.external_net, or moves an existing router's gateway there.
+func (r *netReconciler) router(ctx context.Context) error {
+	n, ext, extName := r.inv.names, r.inv.external, r.cfg.OpenStack.ExternalNet
+	gw := &routers.GatewayInfo{NetworkID: ext}
+	store := func(rt *routers.Router, err error) error {
+		if err == nil {
+			r.inv.router = rt
+		}
+		return err
+	}
+	if rt := r.inv.router; rt != nil {
+		if rt.GatewayInfo.NetworkID == ext {
+			return nil
+		}
+		return r.plan.Do(ctx, state.Change{Action: state.ActionUpdate, Kind: kindRouter, Name: n.router, Detail: "external gateway -> " + extName}, func(ctx context.Context) error {
+			return store(routers.Update(ctx, r.c.network, rt.ID, routers.UpdateOpts{GatewayInfo: gw}).Extract())
+		})
+	}
+	return r.plan.Do(ctx, state.Change{Action: state.ActionCreate, Kind: kindRouter, Name: n.router, Detail: "external gateway " + extName}, func(ctx context.Context) error {
+		var rt *routers.Router
+		err := r.c.createOwned(ctx, neutronCreate{
+			kind: kindRouter, collection: "routers", name: n.router, tags: ClusterTags(n.cluster),
+			create: func(ctx context.Context) (string, error) {
+				up := true
+				var err error
+				rt, err = routers.Create(ctx, r.c.network, routers.CreateOpts{Name: n.router, AdminStateUp: &up, GatewayInfo: gw}).Extract()
+				if err != nil {
+					return "", err
+				}
+				return rt.ID, nil
+			},
+			del: r.c.deleteRouter,
+		})
+		return store(rt, err)
+	})
+}
+
+// routerInterface attaches the router to the subnet. Neutron answering
+// that it already is (409, or 400 "already has a port") is success.
+func (r *netReconciler) routerInterface(ctx context.Context) error {
+	if r.inv.iface {
+		return nil
+	}
+	n := r.inv.names
+	return r.plan.Do(ctx, state.Change{Action: state.ActionCreate, Kind: kindRouterInterface, Name: n.router, Detail: "subnet " + n.subnet}, func(ctx context.Context) error {
+		_, err := routers.AddInterface(ctx, r.c.network, r.inv.router.ID, routers.AddInterfaceOpts{SubnetID: r.inv.subnet.ID}).Extract()
+		if err != nil && !alreadyAttached(err) {
+			return err
+		}
+		r.inv.iface = true
+		return nil
+	})
+}
+
+// alreadyAttached reports Neutron's answers to an interface that exists.
+func alreadyAttached(err error) bool {
+	return isConflict(err) || gophercloud.ResponseCodeIs(err, http.StatusBadRequest) && strings.Contains(err.Error(), "already has a port")
+}
+
+func (c *Cloud) deleteNetwork(ctx context.Context, id string) error {
+	return networks.Delete(ctx, c.network, id).ExtractErr()
+}
+
+func (c *Cloud) deleteSubnet(ctx context.Context, id string) error {
+	return subnets.Delete(ctx, c.network, id).ExtractErr()
+}
+
+func (c *Cloud) deleteRouter(ctx context.Context, id string) error {
+	return routers.Delete(ctx, c.network, id).ExtractErr()
+}

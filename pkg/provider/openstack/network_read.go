@@ -1,0 +1,260 @@
+package openstack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/external"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/mtu"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
+	"github.com/gophercloud/gophercloud/v2/pagination"
+
+	"github.com/talosc/talosc/pkg/provider"
+)
+
+// ownerRouterInterface is the device_owner of a router's interface port.
+const ownerRouterInterface = "network:router_interface"
+
+// network is a Neutron network with its MTU (net-mtu extension).
+type network struct {
+	networks.Network
+	mtu.NetworkMTUExt
+}
+
+// netInventory is what the reads found of one cluster's network: owned
+// resources only (every same-named unowned one was refused while reading).
+// The reconcile steps record what they create here, so the result of a
+// real run is read from it; in a dry run missing pieces stay nil.
+type netInventory struct {
+	names    netNames
+	cidr     netip.Prefix
+	external string // the external network's id
+	sg       *groups.SecGroup
+	net      *network
+	subnet   *subnets.Subnet
+	router   *routers.Router
+	iface    bool                               // the router has an interface on the subnet
+	ports    map[string]*ports.Port             // desired ports (reserved and machines) by name
+	orphans  []ports.Port                       // owned machine ports of undesired machines
+	fips     map[string]*floatingips.FloatingIP // by description
+}
+
+// readNetwork makes every read the reconcile needs, in a constant number of
+// list calls (by name, by network, by description), and refuses what may
+// not be adopted before anything is changed.
+func (c *Cloud) readNetwork(ctx context.Context, spec provider.NetworkSpec) (*netInventory, error) {
+	cfg := spec.Cluster
+	if cfg.OpenStack == nil {
+		return nil, errors.New("openstack: cluster.yaml has no openstack section")
+	}
+	n := namesOf(cfg.Name)
+	inv := &netInventory{names: n, cidr: cfg.Network.Cluster.CIDR, ports: map[string]*ports.Port{}, fips: map[string]*floatingips.FloatingIP{}}
+	var err error
+	if inv.external, err = c.externalNetwork(ctx, cfg.OpenStack.ExternalNet); err != nil {
+		return nil, err
+	}
+	if inv.sg, err = findOwned(ctx, kindSecurityGroup, n.sg, cfg.Name, groups.List(c.network, groups.ListOpts{Name: n.sg}), groups.ExtractGroups,
+		func(g groups.SecGroup) (string, []string) { return g.ID, g.Tags }); err != nil {
+		return nil, err
+	}
+	if inv.net, err = findOwned(ctx, kindNetwork, n.net, cfg.Name, networks.List(c.network, networks.ListOpts{Name: n.net}), extractNetworks,
+		func(x network) (string, []string) { return x.ID, x.Tags }); err != nil {
+		return nil, err
+	}
+	if inv.subnet, err = findOwned(ctx, kindSubnet, n.subnet, cfg.Name, subnets.List(c.network, subnets.ListOpts{Name: n.subnet}), subnets.ExtractSubnets,
+		func(s subnets.Subnet) (string, []string) { return s.ID, s.Tags }); err != nil {
+		return nil, err
+	}
+	if err := inv.checkSubnet(); err != nil {
+		return nil, err
+	}
+	if inv.router, err = findOwned(ctx, kindRouter, n.router, cfg.Name, routers.List(c.network, routers.ListOpts{Name: n.router}), routers.ExtractRouters,
+		func(r routers.Router) (string, []string) { return r.ID, r.Tags }); err != nil {
+		return nil, err
+	}
+	if err := c.readPorts(ctx, inv, spec.Machines); err != nil {
+		return nil, err
+	}
+	return inv, c.readFloatingIPs(ctx, inv)
+}
+
+// checkSubnet refuses a subnet Neutron cannot change into the desired one
+// (reference I-9).
+func (inv *netInventory) checkSubnet() error {
+	sn := inv.subnet
+	switch {
+	case sn == nil:
+		return nil
+	case inv.net == nil || sn.NetworkID != inv.net.ID:
+		return fmt.Errorf("subnet %s (%s) is not on network %s: delete the subnet, or destroy and recreate the cluster", sn.Name, sn.ID, inv.names.net)
+	case sn.CIDR != inv.cidr.String():
+		return fmt.Errorf("network.cluster.cidr is %s but subnet %s (%s) has %s, and Neutron cannot change a subnet's cidr: revert network.cluster.cidr, or destroy and recreate the cluster",
+			inv.cidr, sn.Name, sn.ID, sn.CIDR)
+	}
+	return nil
+}
+
+// readPorts reads every port on the cluster network in one call: the
+// router's interface, the desired ports and the orphans.
+func (c *Cloud) readPorts(ctx context.Context, inv *netInventory, machines []provider.MachineNet) error {
+	if inv.net == nil {
+		return nil
+	}
+	all, err := listAll(ctx, ports.List(c.network, ports.ListOpts{NetworkID: inv.net.ID}), ports.ExtractPorts)
+	if err != nil {
+		return wrap(err, "list ports of network %s", inv.names.net)
+	}
+	desired := []string{inv.names.kubeapi, inv.names.ingress}
+	for _, m := range machines {
+		desired = append(desired, m.Hostname)
+	}
+	byName := map[string][]ports.Port{}
+	for _, p := range all {
+		switch {
+		case p.DeviceOwner == ownerRouterInterface:
+			inv.iface = inv.iface || (inv.router != nil && p.DeviceID == inv.router.ID && inv.subnet != nil && onSubnet(p, inv.subnet.ID))
+		case slices.Contains(desired, p.Name):
+			byName[p.Name] = append(byName[p.Name], p)
+		case Owned(p.Tags, inv.names.cluster) && slices.ContainsFunc(p.Tags, func(t string) bool { return strings.HasPrefix(t, RoleTag("")) }):
+			inv.orphans = append(inv.orphans, p)
+		}
+	}
+	for _, name := range desired {
+		p, err := pickOwned(kindPort, name, inv.names.cluster, byName[name], func(p ports.Port) (string, []string) { return p.ID, p.Tags })
+		if err != nil {
+			return err
+		}
+		if p != nil {
+			inv.ports[name] = p
+		}
+	}
+	return nil
+}
+
+// readFloatingIPs finds the two floating IPs by description in one call.
+func (c *Cloud) readFloatingIPs(ctx context.Context, inv *netInventory) error {
+	names := []string{inv.names.kubeapi, inv.names.ingress}
+	all, err := listAll(ctx, floatingips.List(c.network, describedAs(names)), floatingips.ExtractFloatingIPs)
+	if err != nil {
+		return wrap(err, "list floating ips described %s", strings.Join(names, " or "))
+	}
+	for _, name := range names {
+		mine := slices.DeleteFunc(slices.Clone(all), func(f floatingips.FloatingIP) bool { return f.Description != name })
+		f, err := pickOwned(kindFloatingIP, name, inv.names.cluster, mine, func(f floatingips.FloatingIP) (string, []string) { return f.ID, f.Tags })
+		if err != nil {
+			return err
+		}
+		if f != nil {
+			inv.fips[name] = f
+		}
+	}
+	return nil
+}
+
+// describedAs lists floating IPs whose description is any of the values
+// (Neutron ORs a repeated filter).
+type describedAs []string
+
+func (d describedAs) ToFloatingIPListQuery() (string, error) {
+	return "?" + url.Values{"description": d}.Encode(), nil
+}
+
+// externalNetwork looks openstack.external_net up by name (read-only).
+func (c *Cloud) externalNetwork(ctx context.Context, name string) (string, error) {
+	if name == "" {
+		return "", errors.New("openstack.external_net is not set: name the external network for the router and floating IPs")
+	}
+	ext := true
+	nets, err := listAll(ctx, networks.List(c.network, external.ListOptsExt{ListOptsBuilder: networks.ListOpts{Name: name}, External: &ext}), networks.ExtractNetworks)
+	if err != nil {
+		return "", wrap(err, "openstack.external_net %q: list external networks", name)
+	}
+	switch len(nets) {
+	case 0:
+		return "", fmt.Errorf("openstack.external_net %q: no external network of that name is visible in region %s; check the name (openstack network list --external)", name, c.region)
+	case 1:
+		return nets[0].ID, nil
+	}
+	return "", fmt.Errorf("openstack.external_net %q: %d external networks have that name; Neutron names are not unique, ask the cloud's operators which one to use", name, len(nets))
+}
+
+// findOwned lists candidates by name and picks the owned one (see pickOwned).
+func findOwned[T any](ctx context.Context, kind, name, cluster string, pager pagination.Pager, extract func(pagination.Page) ([]T, error), idTags func(T) (string, []string)) (*T, error) {
+	found, err := listAll(ctx, pager, extract)
+	if err != nil {
+		return nil, wrap(err, "list %ss named %s", kindWord(kind), name)
+	}
+	return pickOwned(kind, name, cluster, found, idTags)
+}
+
+// pickOwned returns the one owned resource among same-named candidates,
+// nil when there is none, and refuses an unowned one (reference I-F1) or
+// several owned ones (Neutron names are not unique).
+func pickOwned[T any](kind, name, cluster string, found []T, idTags func(T) (string, []string)) (*T, error) {
+	var mine []T
+	var owned, foreign []string
+	for _, x := range found {
+		id, tags := idTags(x)
+		if Owned(tags, cluster) {
+			mine, owned = append(mine, x), append(owned, id)
+		} else {
+			foreign = append(foreign, id)
+		}
+	}
+	switch {
+	case len(mine) == 1:
+		return &mine[0], nil
+	case len(mine) > 1:
+		return nil, fmt.Errorf("%d owned %ss are named %s (%s): delete all but one", len(mine), kindWord(kind), name, strings.Join(owned, ", "))
+	case len(foreign) > 0:
+		return nil, fmt.Errorf("refusing to adopt unowned %s %s (%s): it lacks the ownership tags %s and %s", kindWord(kind), name, foreign[0], TagManagedBy, ClusterTag(cluster))
+	}
+	return nil, nil
+}
+
+// listAll reads every page of pager.
+func listAll[T any](ctx context.Context, pager pagination.Pager, extract func(pagination.Page) ([]T, error)) ([]T, error) {
+	page, err := pager.AllPages(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return extract(page)
+}
+
+func extractNetworks(p pagination.Page) ([]network, error) {
+	var out []network
+	err := networks.ExtractNetworksInto(p, &out)
+	return out, err
+}
+
+// kindWord is a change kind in words: "openstack:floating-ip" -> "floating ip".
+func kindWord(kind string) string {
+	return strings.ReplaceAll(strings.TrimPrefix(kind, "openstack:"), "-", " ")
+}
+
+// onSubnet reports whether p has an address on subnet.
+func onSubnet(p ports.Port, subnet string) bool {
+	return slices.ContainsFunc(p.FixedIPs, func(ip ports.IP) bool { return ip.SubnetID == subnet })
+}
+
+// portAddr is p's IPv4 address on the cluster subnet (any IPv4 address
+// when the subnet is not known yet).
+func (inv *netInventory) portAddr(p *ports.Port) netip.Addr {
+	for _, ip := range p.FixedIPs {
+		a, err := netip.ParseAddr(ip.IPAddress)
+		if err == nil && a.Is4() && (inv.subnet == nil || ip.SubnetID == inv.subnet.ID) {
+			return a
+		}
+	}
+	return netip.Addr{}
+}

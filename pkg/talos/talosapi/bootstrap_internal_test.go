@@ -1,0 +1,32 @@
+package talosapi
+
+import (
+	"errors"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+func TestBootstrapAnswers(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		err            error
+		already, retry bool
+	}{
+		{status.Error(codes.AlreadyExists, "etcd data directory is not empty"), true, false},
+		{status.Error(codes.Unknown, "etcd data directory is not empty"), true, false},
+		{status.Error(codes.FailedPrecondition, "cluster is already bootstrapped"), true, true},
+		{status.Error(codes.FailedPrecondition, "bootstrap is not available yet"), false, true},
+		{status.Error(codes.Unavailable, "connection refused"), false, true},
+		{status.Error(codes.Unimplemented, "bootstrap is only available on control plane nodes"), false, false},
+		{errors.New("timed out"), false, false},
+	} {
+		if got := alreadyBootstrapped(tc.err); got != tc.already {
+			t.Errorf("alreadyBootstrapped(%v) = %t", tc.err, got)
+		}
+		if got := retryBootstrap(tc.err); got != tc.retry {
+			t.Errorf("retryBootstrap(%v) = %t", tc.err, got)
+		}
+	}
+}

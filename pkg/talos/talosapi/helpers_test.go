@@ -1,0 +1,201 @@
+package talosapi_test
+
+import (
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/talosc/talosc/pkg/config"
+	"github.com/talosc/talosc/pkg/lab/labnet"
+	"github.com/talosc/talosc/pkg/lab/talosnode"
+	"github.com/talosc/talosc/pkg/talos/factory"
+	"github.com/talosc/talosc/pkg/talos/identity"
+	"github.com/talosc/talosc/pkg/talos/machineconfig"
+	"github.com/talosc/talosc/pkg/talos/talosapi"
+)
+
+const (
+	talosVersion = "v1.14.1"
+	cp1          = "lab-controlplane-01"
+	worker1      = "lab-worker-01"
+)
+
+// clusterYAML is a Proxmox bridge cluster on a loopback /24 (%[1]s), its
+// VIP (%[2]s), %[3]d control planes and %[4]d workers.
+const clusterYAML = `name: lab
+talos: {version: v1.14.1}
+kubernetes: {version: v1.36.1}
+controlplane: {count: %[3]d, cores: 2, memory: 4, disk: 20}
+workers:
+  worker: {count: %[4]d, cores: 2, memory: 4, disk: 20}
+proxmox:
+  token_id: talosc@pve!provider
+  token_secret: test-secret
+  url: https://127.0.0.1:8006
+  storage: local-lvm
+  iso_storage: local
+  network: {cluster: {bridge: vmbr0}}
+network:
+  cluster: {cidr: %[1]s, kubeapi_vip: %[2]s}
+  dns: []
+  ntp: [pool.ntp.org]
+`
+
+// cluster is a generated cluster on its own loopback block: the machine
+// configs talosc would deliver, the identity they came from, a fleet to
+// boot them on.
+type cluster struct {
+	t       *testing.T
+	id      *identity.Identity
+	vip     netip.Addr
+	configs map[string][]byte
+	addrs   map[string]netip.Addr
+	fleet   *talosnode.Fleet
+	rec     *labnet.Recorder
+	nodes   map[string]*talosnode.Node
+}
+
+// newCluster generates the configs of a cluster of cps control planes and
+// workers workers and starts an empty fleet with opts (fast timing unless
+// given).
+func newCluster(t *testing.T, cps, workers int, opts talosnode.Options) *cluster {
+	t.Helper()
+	p := block(t)
+	vipB := p.Addr().As4()
+	vipB[3] = 2
+	vip := netip.AddrFrom4(vipB)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, config.ClusterFile), fmt.Appendf(nil, clusterYAML, p, vip, cps, workers), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(dir, config.LoadOptions{NeedCredentials: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := identity.Load(filepath.Join("..", "identity", "testdata", "talossecrets.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := factory.Installers(cfg, factory.InstallerOptions{Host: "factory.talos.dev", Platform: "nocloud"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &cluster{t: t, id: id, vip: vip, configs: map[string][]byte{}, addrs: map[string]netip.Addr{}, nodes: map[string]*talosnode.Node{}}
+	in := machineconfig.Input{Cluster: cfg, Secrets: id.Bundle(), AdvertisedAddress: vip.String(), VIP: vip, Installers: plan.ByPool}
+	for i, m := range cfg.Hostnames() {
+		mc, err := machineconfig.Generate(in, machineconfig.Node{Machine: m, TalosVersion: talosVersion, KubernetesVersion: "v1.36.1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.configs[m.Hostname] = mc.Bytes()
+		c.addrs[m.Hostname] = nodeAddr(p, i)
+	}
+	if opts.Recorder == nil {
+		opts.Recorder = &labnet.Recorder{}
+	}
+	if opts.Timing == (talosnode.Timing{}) {
+		opts.Timing = talosnode.Timing{
+			Boot: 20 * time.Millisecond, Services: 40 * time.Millisecond, EtcdJoin: 20 * time.Millisecond,
+			RebootDown: 80 * time.Millisecond, Install: 30 * time.Millisecond, Reset: 10 * time.Millisecond,
+			HealthPoll: 10 * time.Millisecond,
+		}
+	}
+	c.rec = opts.Recorder
+	c.fleet = talosnode.New(opts)
+	t.Cleanup(func() { _ = c.fleet.Close() })
+	return c
+}
+
+// boot powers host on with knobs (apid comes up after Timing.Boot).
+func (c *cluster) boot(host string, knobs talosnode.Knobs) {
+	c.t.Helper()
+	n, err := c.fleet.Boot(c.addrs[host], c.configs[host], knobs)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.nodes[host] = n
+}
+
+// addr is host's address as talosc passes it.
+func (c *cluster) addr(host string) string { return c.addrs[host].String() }
+
+// dial is a client talking to host's apid, with fast reconnects and
+// retries; o's zero fields get test values.
+func (c *cluster) dial(host string, o talosapi.Options) *talosapi.Client {
+	c.t.Helper()
+	if o.CallTimeout == 0 {
+		o.CallTimeout = 5 * time.Second
+	}
+	if o.MaxReconnectDelay == 0 {
+		o.MaxReconnectDelay = 20 * time.Millisecond
+	}
+	if o.RetryInterval == 0 {
+		o.RetryInterval = 20 * time.Millisecond
+	}
+	cl, err := talosapi.Dial(c.t.Context(), c.id, "lab", c.addr(host), o)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(func() { _ = cl.Close() })
+	return cl
+}
+
+// bootstraps counts the recorded Bootstrap calls answered with code.
+func (c *cluster) bootstraps(code codes.Code) int {
+	n := 0
+	for _, call := range c.rec.Calls() {
+		if call.Service == talosnode.ServiceName && call.Status == int(code) && strings.HasPrefix(call.Path, "/machine.MachineService/Bootstrap?") {
+			n++
+		}
+	}
+	return n
+}
+
+// block picks a free 127.61.X.0/24 for the test (this package's range),
+// from a hash of its name, moving on while apid's port is taken.
+func block(t *testing.T) netip.Prefix {
+	t.Helper()
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(t.Name()))
+	seed := h.Sum32()
+	for try := range uint32(64) {
+		p := netip.PrefixFrom(netip.AddrFrom4([4]byte{127, 61, byte(seed + try*31), 0}), 24)
+		if blockFree(t, p) {
+			return p
+		}
+	}
+	t.Fatal("no free 127.61.x block for apid")
+	return netip.Prefix{}
+}
+
+// blockFree checks that apid's port is free on the block's node addresses.
+func blockFree(t *testing.T, p netip.Prefix) bool {
+	t.Helper()
+	for i := range 4 {
+		l, err := labnet.Listen(t.Context(), netip.AddrPortFrom(nodeAddr(p, i), 50000).String())
+		if err != nil {
+			if errors.Is(err, syscall.EADDRINUSE) {
+				return false
+			}
+			t.Fatal(err)
+		}
+		_ = l.Close()
+	}
+	return true
+}
+
+// nodeAddr is node i's address in a block (.11, .12, …).
+func nodeAddr(p netip.Prefix, i int) netip.Addr {
+	b := p.Addr().As4()
+	b[3] = byte(11 + i)
+	return netip.AddrFrom4(b)
+}
