@@ -17,6 +17,7 @@ done
 [ -s "$dir/.talosc-lab.json" ] || { echo "demo: the lab did not come up" >&2; exit 1; }
 factory=$(grep -A1 '"name": "imagefactory"' "$dir/.talosc-lab.json" | sed -n 's/.*"url": "\([^"]*\)".*/\1/p')
 export TALOSC_IMAGE_FACTORY_URL=${factory:-}
+export TALOSC_KUBELET_REPOSITORY=${factory:+$factory/siderolabs/kubelet}
 # The lab's machines boot in 200 ms: poll every 750 ms instead of every 15 s.
 export TALOSC_TIME_SCALE=${TALOSC_TIME_SCALE:-0.05}
 run() { echo; echo "\$ $*"; "$@" || echo "(exit $?)"; }
@@ -26,5 +27,6 @@ if [ "$provider" = openstack ]; then
 	run bin/kubectl-talosc plan -C "$dir"
 fi
 run bin/kubectl-talosc status -C "$dir"
+run bin/kubectl-talosc check -C "$dir"
 run bin/kubectl-talosc plugin list -C "$dir"
 run bin/talosc-lab status -C "$dir"

@@ -51,6 +51,7 @@ func (k *kubernetes) onBootstrap(info talosnode.BootstrapInfo) {
 	}
 	ctx, cancel := context.WithTimeout(l.ctx, 30*time.Minute) // the binary may be built first
 	defer cancel()
+	start := time.Now()
 	srv, err := kubeapi.Start(ctx, kubeapi.Options{
 		Address:   net.JoinHostPort(vip.String(), strconv.Itoa(6443)),
 		CACertPEM: info.CACert,
@@ -66,6 +67,7 @@ func (k *kubernetes) onBootstrap(info talosnode.BootstrapInfo) {
 		return
 	}
 	l.vips.attach(info.ClusterName, srv)
+	l.rec.Work("kubernetes", "start "+info.ClusterName, start, time.Since(start))
 	k.mu.Lock()
 	k.servers[info.ClusterName] = srv
 	k.mu.Unlock()

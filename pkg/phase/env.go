@@ -10,6 +10,7 @@ import (
 	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/provider"
 	"github.com/talosc/talosc/pkg/provider/openstack"
+	"github.com/talosc/talosc/pkg/releases"
 	"github.com/talosc/talosc/pkg/state"
 	"github.com/talosc/talosc/pkg/talos/factory"
 )
@@ -24,6 +25,9 @@ const (
 	// seconds, suggests a small one so runs and tests do not sit in 15 s
 	// polls.
 	EnvTimeScale = "TALOSC_TIME_SCALE"
+	// EnvKubeletRepository overrides where check reads the Kubernetes
+	// releases from (the kubelet image repository's tags).
+	EnvKubeletRepository = "TALOSC_KUBELET_REPOSITORY"
 )
 
 // Env is what a phase reads from its environment, resolved once per run.
@@ -63,6 +67,15 @@ func (e *Env) FactoryURL() string {
 		return v
 	}
 	return factory.DefaultBaseURL
+}
+
+// KubeletRepository is the kubelet image repository check reads the
+// Kubernetes releases from.
+func (e *Env) KubeletRepository() string {
+	if v, ok := e.lookup(EnvKubeletRepository); ok && v != "" {
+		return v
+	}
+	return releases.DefaultKubeletRepository
 }
 
 // Factory returns an Image Factory client whose downloads report progress

@@ -174,7 +174,8 @@ func (o *UpOptions) Run(ctx context.Context, s cli.Streams) error {
 	}
 	fmt.Fprintf(s.ErrOut, "%-14s %s\n", "control", st.Control)
 	fmt.Fprintf(s.ErrOut, "cluster dir    %s (%s)\n", o.Dir, strings.Join(files, ", "))
-	fmt.Fprintf(s.ErrOut, "use it with    export TALOSC_IMAGE_FACTORY_URL=%s; kubectl talosc plan -C %s\n", l.Factory.URL, o.Dir)
+	fmt.Fprintf(s.ErrOut, "use it with    export TALOSC_IMAGE_FACTORY_URL=%s TALOSC_KUBELET_REPOSITORY=%s TALOSC_TIME_SCALE=0.05; kubectl talosc converge -C %s\n",
+		l.Factory.URL, l.Factory.KubeletRepositoryURL(), o.Dir)
 	fmt.Fprintf(s.ErrOut, "talosc-lab: ready in %s (provider %s, cluster directory %s); Ctrl-C stops it\n", time.Since(start).Round(time.Millisecond), o.Provider, o.Dir)
 	<-ctx.Done()
 	fmt.Fprintln(s.ErrOut, "talosc-lab: stopping")

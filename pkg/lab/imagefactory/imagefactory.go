@@ -40,6 +40,11 @@ type Options struct {
 	Addr string
 	// Versions are the Talos versions GET /versions lists.
 	Versions []string
+	// KubeletTags are the tags of the kubelet repository the lab's registry
+	// lists (default DefaultKubeletTags).
+	KubeletTags []string
+	// TagsPageSize caps a tags-list page (0: as many as asked for).
+	TagsPageSize int
 	// ArtifactSize is the size of generated artifacts (default 4096); for
 	// *.xz artifacts, the size once decompressed.
 	ArtifactSize int
@@ -70,6 +75,9 @@ func Start(ctx context.Context, o Options) (*Factory, error) {
 	if o.ArtifactSize <= 0 {
 		o.ArtifactSize = 4096
 	}
+	if o.KubeletTags == nil {
+		o.KubeletTags = DefaultKubeletTags()
+	}
 	if o.Recorder == nil {
 		o.Recorder = &labnet.Recorder{}
 	}
@@ -83,6 +91,7 @@ func Start(ctx context.Context, o Options) (*Factory, error) {
 	mux.HandleFunc("GET /schematics/{id}", f.getSchematic)
 	mux.HandleFunc("GET /versions", f.listVersions)
 	mux.HandleFunc("GET /image/{id}/{version}/{artifact}", f.image)
+	f.registryRoutes(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if f.unhandled != nil {
 			f.unhandled(r.Method, r.URL.Path)

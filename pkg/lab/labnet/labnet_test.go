@@ -115,3 +115,22 @@ func TestMiddlewareRecordsAndInjects(t *testing.T) {
 		t.Errorf("recorder: mutations %d counts %v critical %s", len(rec.Mutations()), rec.Counts(nil), rec.CriticalPath())
 	}
 }
+
+// CriticalPath is the union of the busy intervals: overlapping calls count
+// once, work counts, idle gaps do not.
+func TestCriticalPathIsTheBusyUnion(t *testing.T) {
+	t.Parallel()
+	t0 := time.Now()
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	var rec labnet.Recorder
+	rec.Record(labnet.Call{Service: "nova", Method: "GET", Start: at(0), Duration: 100 * time.Millisecond})
+	rec.Record(labnet.Call{Service: "nova", Method: "GET", Start: at(50), Duration: 100 * time.Millisecond})   // overlaps: +50
+	rec.Work("talos", "boot", at(400), 200*time.Millisecond)                                                   // after a 250 ms gap
+	rec.Record(labnet.Call{Service: "talos", Method: "grpc", Start: at(500), Duration: 10 * time.Millisecond}) // inside the boot
+	if got, want := rec.CriticalPath(), 350*time.Millisecond; got != want {
+		t.Errorf("CriticalPath = %s, want %s", got, want)
+	}
+	if n := len(rec.Calls()); n != 3 {
+		t.Errorf("work showed up among the calls: %d calls", n)
+	}
+}

@@ -25,7 +25,13 @@ func (n *Node) PowerOn() {
 	g, boot := n.gen, f.timing.Boot
 	f.mu.Unlock()
 	n.syncResources()
-	f.after(boot, func() { n.bootDone(g) })
+	start := time.Now()
+	f.after(boot, func() {
+		if rec := f.opts.Recorder; rec != nil {
+			rec.Work(ServiceName, "boot?node="+n.addr.String(), start, time.Since(start))
+		}
+		n.bootDone(g)
+	})
 }
 
 // PowerOff stops the VM at once (a hard stop, as a cloud's "stop" does):

@@ -8,12 +8,14 @@ import (
 	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/kube"
 	"github.com/talosc/talosc/pkg/phase"
+	"github.com/talosc/talosc/pkg/releases"
 )
 
 // Check compares the pinned versions with the newest releases and with the
 // running nodes, and reports drift and cordons. It needs no provider
-// credentials: releases come from the Image Factory, the running versions
-// from the kubeconfig.
+// credentials: Talos releases come from the Image Factory, Kubernetes
+// releases from the kubelet image repository, the running versions from the
+// kubeconfig.
 func (Phase) Check(ctx context.Context, in *phase.Input) (phase.Report, error) {
 	var rep phase.Report
 	cfg := in.Config
@@ -25,7 +27,13 @@ func (Phase) Check(ctx context.Context, in *phase.Input) (phase.Report, error) {
 	} else {
 		talos.Observed, talos.Attention = newest(cfg.Talos.Version, versions)
 	}
-	rep.Items = append(rep.Items, talos, phase.Finding{Name: "kubernetes", Configured: cfg.Kubernetes.Version})
+	kubernetes := phase.Finding{Name: "kubernetes", Configured: cfg.Kubernetes.Version}
+	if versions, err := releases.KubernetesVersions(ctx, nil, in.Env.KubeletRepository()); err != nil {
+		rep.Incomplete = append(rep.Incomplete, fmt.Sprintf("kubernetes releases: %v", err))
+	} else {
+		kubernetes.Observed, kubernetes.Attention = newest(cfg.Kubernetes.Version, versions)
+	}
+	rep.Items = append(rep.Items, talos, kubernetes)
 	path, ok := phase.ClientFile(cfg, config.KubeconfigFile)
 	if !ok {
 		rep.Incomplete = append(rep.Incomplete, "no kubeconfig yet (has converge run?); no node versions known")

@@ -208,7 +208,7 @@ func (r *run) discover(ctx context.Context) (bool, error) {
 	if !has {
 		return false, nil
 	}
-	kc, err := kube.Load(path, kube.Options{})
+	kc, err := r.kube(path)
 	if err != nil {
 		return false, err
 	}
@@ -252,7 +252,7 @@ func (r *run) recoverKubeconfig(ctx context.Context, path string) (bool, error) 
 	if err := identity.WriteKubeconfig(path, data); err != nil {
 		return false, err
 	}
-	kc, err := kube.Load(path, kube.Options{})
+	kc, err := r.kube(path)
 	if err == nil {
 		if up, _ := kc.Probe(ctx, probeAttempts, r.in.Env.Scale(probeInterval)); up {
 			r.in.Out.Info("recovered %s from %s", path, r.desired[0].Hostname)
@@ -268,7 +268,7 @@ func (r *run) recoverKubeconfig(ctx context.Context, path string) (bool, error) 
 // another than the pin.
 func (r *run) checkVersions(ctx context.Context) error {
 	path, _ := phase.ClientFile(r.cfg, config.KubeconfigFile)
-	kc, err := kube.Load(path, kube.Options{})
+	kc, err := r.kube(path)
 	if err != nil {
 		return err
 	}
@@ -397,7 +397,15 @@ func vipString(a netip.Addr) string {
 
 // talos dials the Talos API of endpoint with the cluster identity.
 func (r *run) talos(ctx context.Context, endpoint string) (*talosapi.Client, error) {
-	return talosapi.Dial(ctx, r.id, r.cfg.Name, endpoint, talosapi.Options{})
+	return talosapi.Dial(ctx, r.id, r.cfg.Name, endpoint, talosapi.Options{
+		RetryInterval:     r.in.Env.Scale(talosapi.DefaultRetryInterval),
+		MaxReconnectDelay: r.in.Env.Scale(talosapi.DefaultMaxReconnectDelay),
+	})
+}
+
+// kube opens the kubeconfig at path with the run's scaled retry interval.
+func (r *run) kube(path string) (*kube.Client, error) {
+	return kube.Load(path, kube.Options{RetryInterval: r.in.Env.Scale(kube.DefaultRetryInterval)})
 }
 
 // bootstrap bootstraps etcd on the first control plane and fetches the
@@ -468,7 +476,7 @@ func (r *run) health(ctx context.Context) error {
 		return fmt.Errorf("cluster is unhealthy after converge: %w", err)
 	}
 	path, _ := phase.ClientFile(r.cfg, config.KubeconfigFile)
-	kc, err := kube.Load(path, kube.Options{})
+	kc, err := r.kube(path)
 	if err != nil {
 		return err
 	}
