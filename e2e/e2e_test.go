@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -23,6 +24,7 @@ import (
 	"github.com/talosc/talosc/pkg/cmd/tcnet"
 	"github.com/talosc/talosc/pkg/cmd/tcnodes"
 	"github.com/talosc/talosc/pkg/cmd/tcrancher"
+	"github.com/talosc/talosc/pkg/lab/kubeapi"
 	"github.com/talosc/talosc/pkg/state"
 )
 
@@ -46,6 +48,7 @@ func TestMain(m *testing.M) {
 
 func TestScripts(t *testing.T) {
 	t.Parallel()
+	var labs atomic.Int32
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata/script",
 		RequireExplicitExec: true,
@@ -68,6 +71,12 @@ func TestScripts(t *testing.T) {
 				env.Setenv(envName(name), p)
 			}
 			env.Setenv("NO_COLOR", "1")
+			// Nothing may leave loopback: the default Image Factory is on
+			// the internet, so point the phases at a refused port unless
+			// the script's lab serves one ("lab up").
+			env.Setenv("TALOSC_IMAGE_FACTORY_URL", "http://127.0.0.1:9")
+			env.Setenv(kubeapi.EnvBinary, os.Getenv(kubeapi.EnvBinary))
+			env.Values[labKey{}] = newScriptLab(&labs)
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
@@ -75,6 +84,8 @@ func TestScripts(t *testing.T) {
 			"filemode":       cmdFileMode,
 			"statedoc":       cmdStateDoc,
 			"install-plugin": cmdInstallPlugin,
+			"lab":            cmdLab,
+			"replace":        cmdReplace,
 		},
 	})
 }
@@ -181,4 +192,20 @@ func cmdInstallPlugin(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(os.MkdirAll(dir, 0o755))
 	script := fmt.Sprintf("#!/bin/sh\nFAKEPLUGIN_NAME=%s exec '%s' \"$@\"\n", args[0], args[1])
 	ts.Check(os.WriteFile(filepath.Join(dir, "tc-"+args[0]), []byte(script), 0o755))
+}
+
+// cmdReplace runs "replace FILE OLD NEW": it replaces the one occurrence of
+// OLD in FILE by NEW, where both may hold \n for a newline (scripts edit
+// the cluster.yaml a lab wrote, whose URLs only the lab knows).
+func cmdReplace(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: replace FILE OLD NEW")
+	}
+	file := ts.MkAbs(args[0])
+	data := ts.ReadFile(args[0])
+	old, repl := strings.ReplaceAll(args[1], `\n`, "\n"), strings.ReplaceAll(args[2], `\n`, "\n")
+	if n := strings.Count(data, old); n != 1 {
+		ts.Fatalf("replace: %q occurs %d times in %s, want once", old, n, args[0])
+	}
+	ts.Check(os.WriteFile(file, []byte(strings.Replace(data, old, repl, 1)), 0o600))
 }

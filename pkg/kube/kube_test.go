@@ -108,7 +108,7 @@ func checkWaitReady(t *testing.T, srv *kubeapi.Server, k *kube.Client) {
 	var mu sync.Mutex
 	var seen [][2]int
 	start := time.Now()
-	err := k.WaitReady(t.Context(), []string{"wait-1", "wait-2"}, 10*time.Second, 20*time.Millisecond, func(ready, total int) {
+	nodes, err := k.WaitReady(t.Context(), []string{"wait-1", "wait-2"}, 10*time.Second, 20*time.Millisecond, func(ready, total int) {
 		mu.Lock()
 		defer mu.Unlock()
 		seen = append(seen, [2]int{ready, total})
@@ -119,13 +119,18 @@ func checkWaitReady(t *testing.T, srv *kubeapi.Server, k *kube.Client) {
 	if d := time.Since(start); d < 300*time.Millisecond {
 		t.Errorf("WaitReady returned after %s, before the nodes were Ready", d)
 	}
+	for _, name := range []string{"wait-1", "wait-2"} {
+		if i := slices.IndexFunc(nodes, func(n kube.Node) bool { return n.Name == name }); i < 0 || !nodes[i].Ready {
+			t.Errorf("WaitReady's last list lacks %s Ready: %+v", name, nodes)
+		}
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	if len(seen) < 2 || seen[0] != [2]int{0, 2} || seen[len(seen)-1] != [2]int{2, 2} {
 		t.Errorf("progress = %v, want 0/2 first and 2/2 last", seen)
 	}
 
-	err = k.WaitReady(t.Context(), []string{"wait-1", "ghost"}, 200*time.Millisecond, 20*time.Millisecond, nil)
+	_, err = k.WaitReady(t.Context(), []string{"wait-1", "ghost"}, 200*time.Millisecond, 20*time.Millisecond, nil)
 	if want := "kube: nodes not Ready after 200ms: ghost (not registered)"; err == nil || err.Error() != want {
 		t.Errorf("WaitReady for a missing node = %v, want %q", err, want)
 	}

@@ -125,8 +125,8 @@ func nodeOf(n *corev1.Node) Node {
 // WaitReady waits until every named node exists and is Ready, polling every
 // poll for up to budget (the reference: ReadyBudget, ReadyPoll). progress,
 // if not nil, gets the count after every poll that listed the nodes. A
-// failed list is retried at the next poll.
-func (c *Client) WaitReady(ctx context.Context, names []string, budget, poll time.Duration, progress func(ready, total int)) error {
+// failed list is retried at the next poll. It returns the last list.
+func (c *Client) WaitReady(ctx context.Context, names []string, budget, poll time.Duration, progress func(ready, total int)) ([]Node, error) {
 	// The budget ends the polling, never a list in flight: the last look is
 	// a whole one (each list is bounded by the request timeout).
 	deadline := time.Now().Add(budget)
@@ -140,7 +140,7 @@ func (c *Client) WaitReady(ctx context.Context, names []string, budget, poll tim
 				progress(len(names)-len(waiting), len(names))
 			}
 			if len(waiting) == 0 {
-				return nil
+				return nodes, nil
 			}
 		}
 		lastErr = err
@@ -149,7 +149,7 @@ func (c *Client) WaitReady(ctx context.Context, names []string, budget, poll tim
 			break
 		}
 		if err := sleep(ctx, min(poll, left)); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	msg := fmt.Sprintf("kube: nodes not Ready after %s", budget)
@@ -157,9 +157,9 @@ func (c *Client) WaitReady(ctx context.Context, names []string, budget, poll tim
 		msg += ": " + strings.Join(waiting, ", ")
 	}
 	if lastErr != nil {
-		return fmt.Errorf("%s: %w", msg, lastErr)
+		return nil, fmt.Errorf("%s: %w", msg, lastErr)
 	}
-	return errors.New(msg)
+	return nil, errors.New(msg)
 }
 
 // notReady describes the named nodes that are missing or not Ready.

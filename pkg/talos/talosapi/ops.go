@@ -17,19 +17,24 @@ import (
 // Version returns the Talos version tag node runs ("v1.14.1").
 func (c *Client) Version(ctx context.Context, node string) (string, error) {
 	var tag string
-	err := c.call(ctx, "Version", node, c.opts.CallTimeout, func(ctx context.Context) error {
-		resp, err := c.c.Version(ctx)
-		if err != nil {
-			return err
-		}
-		msgs := resp.GetMessages()
-		if len(msgs) == 0 {
-			return errors.New("empty answer")
-		}
-		tag = msgs[0].GetVersion().GetTag()
-		return nil
+	err := c.read(ctx, "Version", node, func(ctx context.Context) (err error) {
+		tag, err = c.version(ctx)
+		return err
 	})
 	return tag, err
+}
+
+// version is one Version RPC.
+func (c *Client) version(ctx context.Context) (string, error) {
+	resp, err := c.c.Version(ctx)
+	if err != nil {
+		return "", err
+	}
+	msgs := resp.GetMessages()
+	if len(msgs) == 0 {
+		return "", errors.New("empty answer")
+	}
+	return msgs[0].GetVersion().GetTag(), nil
 }
 
 // WaitReachable polls node's Version every poll until apid answers, for up
@@ -38,7 +43,10 @@ func (c *Client) Version(ctx context.Context, node string) (string, error) {
 func (c *Client) WaitReachable(ctx context.Context, node string, budget, poll time.Duration, progress func(elapsed time.Duration)) error {
 	start := time.Now()
 	err := pollUntil(ctx, budget, poll, func(ctx context.Context) (bool, error) {
-		_, err := c.Version(ctx, node)
+		err := c.call(ctx, "Version", node, c.opts.CallTimeout, func(ctx context.Context) error {
+			_, err := c.version(ctx)
+			return err
+		})
 		if err != nil && progress != nil {
 			progress(time.Since(start))
 		}
@@ -89,7 +97,7 @@ func retryBootstrap(err error) bool {
 // control plane (never the kube-API VIP, I-A1).
 func (c *Client) Kubeconfig(ctx context.Context, node string) ([]byte, error) {
 	var kc []byte
-	err := c.call(ctx, "Kubeconfig", node, c.opts.CallTimeout, func(ctx context.Context) (err error) {
+	err := c.read(ctx, "Kubeconfig", node, func(ctx context.Context) (err error) {
 		kc, err = c.c.Kubeconfig(ctx)
 		return err
 	})
@@ -110,7 +118,7 @@ type Member struct {
 // EtcdMembers lists the etcd members as node sees them.
 func (c *Client) EtcdMembers(ctx context.Context, node string) ([]Member, error) {
 	var out []Member
-	err := c.call(ctx, "EtcdMemberList", node, c.opts.CallTimeout, func(ctx context.Context) error {
+	err := c.read(ctx, "EtcdMemberList", node, func(ctx context.Context) error {
 		resp, err := c.c.EtcdMemberList(ctx, &machineapi.EtcdMemberListRequest{})
 		if err != nil {
 			return err

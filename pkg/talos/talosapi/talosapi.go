@@ -126,6 +126,28 @@ func (c *Client) call(ctx context.Context, name, node string, bound time.Duratio
 	return fmt.Errorf("talos %s on %s: %w", name, target, err)
 }
 
+// readAttempts is how often a read is tried when the node answers
+// Unavailable (apid restarting, a proxy hiccup).
+const readAttempts = 3
+
+// read is call for a read-only RPC: an Unavailable answer is retried up to
+// readAttempts times, Options.RetryInterval apart.
+func (c *Client) read(ctx context.Context, name, node string, fn func(context.Context) error) error {
+	for attempt := 1; ; attempt++ {
+		err := c.call(ctx, name, node, c.opts.CallTimeout, fn)
+		if err == nil || attempt == readAttempts || status.Code(err) != codes.Unavailable {
+			return err
+		}
+		t := time.NewTimer(c.opts.RetryInterval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+	}
+}
+
 // deadlineSlack is how early the node's copy of a call's deadline (sent
 // with the call) may fire before the client's own.
 const deadlineSlack = 100 * time.Millisecond

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/http"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -132,6 +133,29 @@ func TestCallTimeout(t *testing.T) {
 	}
 	if took < 300*time.Millisecond || took > 1500*time.Millisecond {
 		t.Errorf("Version gave up after %s, want about 300ms", took)
+	}
+}
+
+// TestReadsRetryUnavailable: a read answered Unavailable (apid
+// restarting) is asked again; a third Unavailable in a row is the answer.
+func TestReadsRetryUnavailable(t *testing.T) {
+	t.Parallel()
+	fault := labnet.Fault{Service: talosnode.ServiceName, PathPrefix: versionRPC, Nth: 1, Status: http.StatusServiceUnavailable}
+	inj := labnet.NewInjector(labnet.Knobs{})
+	c := newCluster(t, 1, 0, talosnode.Options{Injector: inj})
+	c.boot(cp1, talosnode.Knobs{})
+	if err := c.nodes[cp1].WaitAPI(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	cl := c.dial(cp1, talosapi.Options{RetryInterval: 10 * time.Millisecond})
+	node := c.addr(cp1)
+	inj.Set(labnet.Knobs{Faults: []labnet.Fault{fault, fault}})
+	if v, err := cl.Version(t.Context(), node); err != nil || v == "" {
+		t.Errorf("Version after two Unavailable answers = %q, %v; want the version", v, err)
+	}
+	inj.Set(labnet.Knobs{Faults: []labnet.Fault{fault, fault, fault}})
+	if _, err := cl.Version(t.Context(), node); status.Code(err) != codes.Unavailable {
+		t.Errorf("Version after three Unavailable answers = %v; want Unavailable", err)
 	}
 }
 

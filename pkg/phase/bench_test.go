@@ -1,0 +1,78 @@
+package phase_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/talosc/talosc/pkg/phase"
+)
+
+// BenchmarkConverge converges a cluster from nothing on a fresh lab per
+// iteration (50 ms on every API call, 5 s node boots), running tc-image,
+// tc-net and tc-nodes in process. Besides the wall time it reports the
+// lab's critical path (first call's start to last call's end), how many
+// times longer than it the converge took, and the calls each service
+// answered. The phases run with TALOSC_TIME_SCALE=benchTimeScale, also
+// reported.
+func BenchmarkConverge(b *testing.B) {
+	skipWithoutAPIServer(b)
+	seq := 0
+	for _, size := range []benchSize{{"3cp+3w", 3, 3}, {"50nodes", 3, 47}} {
+		b.Run(size.name, func(b *testing.B) {
+			var wall, critical time.Duration
+			var calls callCounts
+			ops := 0
+			for b.Loop() {
+				b.StopTimer()
+				seq++
+				c := startLabCluster(b, seq, size)
+				b.StartTimer()
+				start := time.Now()
+				c.run(b, phase.ActionConverge)
+				took := time.Since(start)
+				b.StopTimer()
+				wall += took
+				critical += c.lab.Recorder().CriticalPath()
+				calls.add(countCalls(c.lab.Recorder().Calls()))
+				ops++
+				c.close(b)
+				b.StartTimer()
+			}
+			b.ReportMetric(wall.Seconds()/float64(ops), "wall-s/op")
+			b.ReportMetric(critical.Seconds()/float64(ops), "critical-path-s/op")
+			b.ReportMetric(wall.Seconds()/critical.Seconds(), "x-critical-path")
+			b.ReportMetric(benchTimeScale, "time-scale")
+			calls.report(b, ops)
+		})
+	}
+}
+
+// BenchmarkNoopPlan plans a converged cluster of 3 (control planes only)
+// and 50 machines: the calls a plan with nothing to do makes should not
+// grow with the machines. The converge is setup, outside the timing.
+func BenchmarkNoopPlan(b *testing.B) {
+	skipWithoutAPIServer(b)
+	seq := 128 // clear of BenchmarkConverge's networks
+	for _, size := range []benchSize{{"3", 3, 0}, {"50", 3, 47}} {
+		b.Run(size.name, func(b *testing.B) {
+			seq++
+			c := startLabCluster(b, seq, size)
+			c.run(b, phase.ActionConverge)
+			var calls callCounts
+			ops := 0
+			for b.Loop() {
+				b.StopTimer()
+				c.lab.Recorder().Reset()
+				b.StartTimer()
+				c.run(b, phase.ActionPlan)
+				b.StopTimer()
+				calls.add(countCalls(c.lab.Recorder().Calls()))
+				ops++
+				b.StartTimer()
+			}
+			b.ReportMetric(benchTimeScale, "time-scale")
+			calls.report(b, ops)
+			c.close(b)
+		})
+	}
+}
