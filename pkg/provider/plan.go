@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/talosc/talosc/pkg/state"
@@ -48,9 +49,21 @@ func (p *Plan) Record(c state.Change) {
 	p.mu.Unlock()
 }
 
-// Changes returns the recorded changes, in the order they completed.
+// Changes returns the recorded changes in the order they completed, except
+// that each run of consecutive changes of one action and kind (made
+// concurrently, finishing in any order) is sorted by name, so the same
+// run always reads the same.
 func (p *Plan) Changes() []state.Change {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	return slices.Clone(p.changes)
+	out := slices.Clone(p.changes)
+	p.mu.Unlock()
+	for start := 0; start < len(out); {
+		end := start + 1
+		for end < len(out) && out[end].Kind == out[start].Kind && out[end].Action == out[start].Action {
+			end++
+		}
+		slices.SortStableFunc(out[start:end], func(a, b state.Change) int { return strings.Compare(a.Name, b.Name) })
+		start = end
+	}
+	return out
 }

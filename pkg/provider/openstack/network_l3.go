@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
@@ -26,6 +27,8 @@ type netReconciler struct {
 	machines []provider.MachineNet
 	plan     *provider.Plan
 	inv      *netInventory
+	// portsMu guards inv.ports while machine ports are made concurrently.
+	portsMu sync.Mutex
 }
 
 // network creates the cluster network stating network.cluster.mtu, and

@@ -2,6 +2,7 @@ package openstack
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -36,26 +37,28 @@ func (r *netReconciler) reservedPorts(ctx context.Context) error {
 	return nil
 }
 
-// machinePorts makes one port per desired machine, letting through the
-// kubeapi VIP on control planes and the ingress VIP on workers.
+// machinePorts makes one port per desired machine (concurrently, as many
+// at a time as servers are created), letting through the kubeapi VIP on
+// control planes and the ingress VIP on workers.
 func (r *netReconciler) machinePorts(ctx context.Context) error {
-	for _, m := range r.machines {
+	wants := make([]portWant, len(r.machines))
+	for i, m := range r.machines {
 		vip := "ingress VIP"
 		if m.Role == config.RoleControlPlane {
 			vip = "kubeapi VIP"
 		}
-		w := portWant{name: m.Hostname, tags: machineTags(m, r.inv.names.cluster), detail: "pair " + vip, pair: true, vip: r.inv.vipFor(m)}
-		if err := r.port(ctx, w); err != nil {
-			return err
-		}
+		wants[i] = portWant{name: m.Hostname, tags: machineTags(m, r.inv.names.cluster), detail: "pair " + vip, pair: true, vip: r.inv.vipFor(m)}
 	}
-	return nil
+	return errors.Join(fanOut(ctx, len(wants), func(ctx context.Context, i int) error { return r.port(ctx, wants[i]) })...)
 }
 
 // port creates w on the cluster subnet with the cluster group, or puts an
 // existing port's groups and address pairs right in one update.
 func (r *netReconciler) port(ctx context.Context, w portWant) error {
-	if p := r.inv.ports[w.name]; p != nil {
+	r.portsMu.Lock()
+	p := r.inv.ports[w.name]
+	r.portsMu.Unlock()
+	if p != nil {
 		return r.updatePort(ctx, p, w)
 	}
 	return r.plan.Do(ctx, state.Change{Action: state.ActionCreate, Kind: kindPort, Name: w.name, Detail: w.detail}, func(ctx context.Context) error {
@@ -79,10 +82,17 @@ func (r *netReconciler) port(ctx context.Context, w portWant) error {
 			del: r.c.deletePort,
 		})
 		if err == nil {
-			r.inv.ports[w.name] = p
+			r.setPort(w.name, p)
 		}
 		return err
 	})
+}
+
+// setPort records a port made or updated.
+func (r *netReconciler) setPort(name string, p *ports.Port) {
+	r.portsMu.Lock()
+	defer r.portsMu.Unlock()
+	r.inv.ports[name] = p
 }
 
 // updatePort moves p onto the cluster group alone (off "default") and
@@ -121,7 +131,7 @@ func (r *netReconciler) updatePort(ctx context.Context, p *ports.Port, w portWan
 		}
 		updated, err := ports.Update(ctx, r.c.network, p.ID, opts).Extract()
 		if err == nil {
-			r.inv.ports[w.name] = updated
+			r.setPort(w.name, updated)
 		}
 		return err
 	})
