@@ -52,8 +52,10 @@
 //     (the Kubernetes conditions are asked of a KubeAPI the lab plugs in).
 //   - COSI state (read-only): runtime MachineStatus, ExtensionStatus (the
 //     installer schematic's extensions and the Image Factory "schematic"
-//     extension), ImageFactorySchematic (Talos ≥ 1.14) and cluster Member
-//     for every discovery member.
+//     extension), ImageFactorySchematic (Talos ≥ 1.14), cluster Member
+//     for every discovery member and config MachineConfig "v1alpha1" (the
+//     active configuration as delivered or applied; sensitive, so os:admin
+//     only).
 //
 // Faults: every call is recorded in a labnet.Recorder ("talos", method
 // "grpc" or "grpc-read", path "<gRPC method>?node=<address>", status =

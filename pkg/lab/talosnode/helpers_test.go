@@ -17,6 +17,7 @@ import (
 	"github.com/siderolabs/talos/pkg/machinery/api/machine"
 	"github.com/siderolabs/talos/pkg/machinery/client"
 	clientconfig "github.com/siderolabs/talos/pkg/machinery/client/config"
+	"github.com/siderolabs/talos/pkg/machinery/role"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 
@@ -273,6 +274,25 @@ func (l *lab) talosconfig(host string) *clientconfig.Config {
 func (l *lab) client(host string) *client.Client {
 	l.t.Helper()
 	c, err := client.New(l.t.Context(), client.WithConfig(l.talosconfig(host)), fastReconnect())
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	l.t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// clientAs is client with a certificate of the identity's CA for roles
+// only (client's is os:admin).
+func (l *lab) clientAs(host string, roles ...role.Role) *client.Client {
+	l.t.Helper()
+	crt, err := l.fx.id.Bundle().GenerateTalosAPIClientCertificate(role.MakeSet(roles...))
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	tc := l.talosconfig(host)
+	tc.Contexts[tc.Context].Crt = b64(crt.Crt)
+	tc.Contexts[tc.Context].Key = b64(crt.Key)
+	c, err := client.New(l.t.Context(), client.WithConfig(tc), fastReconnect())
 	if err != nil {
 		l.t.Fatal(err)
 	}

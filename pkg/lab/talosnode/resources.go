@@ -14,6 +14,7 @@ import (
 	"github.com/siderolabs/talos/pkg/machinery/config/machine"
 	"github.com/siderolabs/talos/pkg/machinery/extensions"
 	"github.com/siderolabs/talos/pkg/machinery/resources/cluster"
+	configres "github.com/siderolabs/talos/pkg/machinery/resources/config"
 	"github.com/siderolabs/talos/pkg/machinery/resources/runtime"
 )
 
@@ -26,6 +27,8 @@ type resourceView struct {
 	image      Image
 	extensions []Extension
 	members    []memberView
+	// config is the active machine configuration; nil when wiped.
+	config *machineConfig
 }
 
 // memberView is one discovery member.
@@ -37,7 +40,7 @@ type memberView struct {
 
 // view snapshots the node's resources; f.mu held.
 func (n *Node) view() resourceView {
-	v := resourceView{stage: n.stage, image: n.image}
+	v := resourceView{stage: n.stage, image: n.image, config: n.cfg}
 	if n.cfg != nil && n.osUp {
 		v.ready = n.servicesUp && (!n.cfg.controlPlane() || n.etcdMember != nil && n.etcdMember.up())
 		if !v.ready {
@@ -74,6 +77,18 @@ func (n *Node) syncResources() {
 	})
 	n.syncExtensions(ctx, v)
 	n.syncMembers(ctx, v)
+	n.syncConfig(ctx, v)
+}
+
+// syncConfig publishes the active machine configuration as it was
+// delivered or applied (what `talosctl get machineconfig` shows): the
+// MachineConfig "v1alpha1" resource, none while the node is wiped.
+func (n *Node) syncConfig(ctx context.Context, v resourceView) {
+	var want []*configres.MachineConfig
+	if v.config != nil {
+		want = append(want, configres.NewMachineConfig(v.config.provider))
+	}
+	syncKind(ctx, n.st, configres.NamespaceName, configres.MachineConfigType, want)
 }
 
 // syncExtensions publishes ExtensionStatus resources for the running

@@ -5,10 +5,13 @@ import (
 	"net"
 
 	cosiapi "github.com/cosi-project/runtime/api/v1alpha1"
+	"github.com/cosi-project/runtime/pkg/resource"
 	"github.com/cosi-project/runtime/pkg/state"
 	cosiserver "github.com/cosi-project/runtime/pkg/state/protobuf/server"
 	"github.com/siderolabs/talos/pkg/machinery/api/cluster"
 	"github.com/siderolabs/talos/pkg/machinery/api/machine"
+	configres "github.com/siderolabs/talos/pkg/machinery/resources/config"
+	"github.com/siderolabs/talos/pkg/machinery/role"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -75,12 +78,23 @@ func (a *apiServices) addRoutes(desc *grpc.ServiceDesc, impl any) {
 }
 
 // readOnly refuses writes to COSI resources from the API, as Talos's
-// resource access policy does for the resources the simulation serves.
-func readOnly(_ context.Context, access state.Access) error {
-	if access.Verb.Readonly() {
-		return nil
+// resource access policy does for the resources the simulation serves, and
+// reads of sensitive resources (the machine configuration) to callers
+// without os:admin, as machined's access filter does.
+func readOnly(ctx context.Context, access state.Access) error {
+	if !access.Verb.Readonly() {
+		return status.Error(codes.PermissionDenied, "write access denied")
 	}
-	return status.Error(codes.PermissionDenied, "write access denied")
+	if sensitive(access.ResourceType) && !peerRoles(ctx).Includes(role.Admin) {
+		return errNotAuthorized
+	}
+	return nil
+}
+
+// sensitive reports the served resource types whose definition is
+// meta.Sensitive.
+func sensitive(typ resource.Type) bool {
+	return typ == configres.MachineConfigType
 }
 
 // newServer builds apid for one boot: mTLS from the machine config (or the

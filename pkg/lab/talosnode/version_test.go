@@ -62,19 +62,7 @@ func TestTLSRejectsForeignIdentity(t *testing.T) {
 
 	// A client certificate of the right CA without os:admin may read but
 	// not bootstrap.
-	crt, err := fx.id.Bundle().GenerateTalosAPIClientCertificate(role.MakeSet(role.Reader))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tc = l.talosconfig(cp(1))
-	ctxName := tc.Context
-	tc.Contexts[ctxName].Crt = b64(crt.Crt)
-	tc.Contexts[ctxName].Key = b64(crt.Key)
-	reader, err := client.New(t.Context(), client.WithConfig(tc))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer reader.Close()
+	reader := l.clientAs(cp(1), role.Reader)
 	if _, err := reader.Version(ctx(t, 2*time.Second)); err != nil {
 		t.Fatalf("reader Version: %v", err)
 	}

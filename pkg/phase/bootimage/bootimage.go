@@ -10,20 +10,12 @@ import (
 	"io"
 
 	"github.com/talosc/talosc/pkg/phase"
-	"github.com/talosc/talosc/pkg/phase/preflight"
+	"github.com/talosc/talosc/pkg/phase/nodes"
+	"github.com/talosc/talosc/pkg/phase/sections"
 	"github.com/talosc/talosc/pkg/provider"
 	"github.com/talosc/talosc/pkg/state"
 	"github.com/talosc/talosc/pkg/talos/factory"
 )
-
-// Outputs is the image section's outputs.
-type Outputs struct {
-	Provider     string         `json:"provider"`
-	TalosVersion string         `json:"talosVersion"`
-	SchematicID  string         `json:"schematicID"`
-	Artifact     string         `json:"artifact"`
-	Image        provider.Image `json:"image"`
-}
 
 // Phase is the image phase.
 type Phase struct{}
@@ -40,7 +32,7 @@ func (Phase) Converge(ctx context.Context, in *phase.Input, sec *state.Section) 
 	if err != nil {
 		return err
 	}
-	if _, err := preflight.Run(ctx, in, cloud); err != nil {
+	if err := nodes.Validate(ctx, in, cloud); err != nil {
 		return err
 	}
 	spec, out, err := imageSpec(ctx, in)
@@ -98,27 +90,27 @@ func (Phase) Check(context.Context, *phase.Input) (phase.Report, error) {
 // imageSpec derives the image from the Talos version and the base
 // schematic, which it registers with the Image Factory (idempotent, also
 // in a dry run: the factory serves images only for known schematics).
-func imageSpec(ctx context.Context, in *phase.Input) (provider.ImageSpec, Outputs, error) {
+func imageSpec(ctx context.Context, in *phase.Input) (provider.ImageSpec, sections.Image, error) {
 	cfg := in.Config
 	platform, err := factory.PlatformFor(cfg.Provider())
 	if err != nil {
-		return provider.ImageSpec{}, Outputs{}, err
+		return provider.ImageSpec{}, sections.Image{}, err
 	}
 	artifact, err := factory.BootArtifact(platform, false)
 	if err != nil {
-		return provider.ImageSpec{}, Outputs{}, err
+		return provider.ImageSpec{}, sections.Image{}, err
 	}
 	fc, err := in.Env.Factory(progress(in))
 	if err != nil {
-		return provider.ImageSpec{}, Outputs{}, err
+		return provider.ImageSpec{}, sections.Image{}, err
 	}
 	id, err := fc.CreateSchematic(ctx, factory.BaseSchematic())
 	if err != nil {
-		return provider.ImageSpec{}, Outputs{}, fmt.Errorf("register the base schematic with the image factory: %w", err)
+		return provider.ImageSpec{}, sections.Image{}, fmt.Errorf("register the base schematic with the image factory: %w", err)
 	}
 	url, err := fc.ImageURL(id, cfg.Talos.Version, artifact)
 	if err != nil {
-		return provider.ImageSpec{}, Outputs{}, err
+		return provider.ImageSpec{}, sections.Image{}, err
 	}
 	spec := provider.ImageSpec{
 		Name:         factory.BootImageName(cfg.Talos.Version, id),
@@ -131,7 +123,7 @@ func imageSpec(ctx context.Context, in *phase.Input) (provider.ImageSpec, Output
 			return n, err
 		},
 	}
-	return spec, Outputs{Provider: cfg.Provider(), TalosVersion: cfg.Talos.Version, SchematicID: id, Artifact: artifact}, nil
+	return spec, sections.Image{Provider: cfg.Provider(), TalosVersion: cfg.Talos.Version, SchematicID: id, Artifact: artifact}, nil
 }
 
 // progress reports a download of a MiB or more every 10 %.
@@ -146,9 +138,4 @@ func progress(in *phase.Input) func(done, total int64) {
 			in.Out.Info("boot image download: %d%% of %d MiB", pct*10, total>>20)
 		}
 	}
-}
-
-// Read returns the image outputs of an earlier image phase in doc.
-func Read(doc *state.Document) (Outputs, bool, error) {
-	return state.Outputs[Outputs](doc, phase.Image)
 }

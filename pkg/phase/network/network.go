@@ -8,20 +8,12 @@ import (
 	"context"
 	"errors"
 
-	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/phase"
-	"github.com/talosc/talosc/pkg/phase/preflight"
+	"github.com/talosc/talosc/pkg/phase/nodes"
+	"github.com/talosc/talosc/pkg/phase/sections"
 	"github.com/talosc/talosc/pkg/provider"
 	"github.com/talosc/talosc/pkg/state"
 )
-
-// Outputs is the net section's outputs: the provider and what it reported.
-type Outputs struct {
-	Provider string `json:"provider"`
-	// Infrastructure is the provider's status (status only).
-	Infrastructure *provider.Status `json:"infrastructure,omitempty"`
-	provider.NetworkResult
-}
 
 // Phase is the net phase.
 type Phase struct{}
@@ -31,16 +23,6 @@ var _ phase.Phase = Phase{}
 // Name is the section the phase owns.
 func (Phase) Name() string { return phase.Net }
 
-// Spec is what the network phase reconciles for cfg.
-func Spec(cfg *config.Cluster) provider.NetworkSpec {
-	hosts := cfg.Hostnames()
-	ms := make([]provider.MachineNet, len(hosts))
-	for i, h := range hosts {
-		ms[i] = provider.MachineNet{Hostname: h.Hostname, Role: h.Role, Pool: h.Pool}
-	}
-	return provider.NetworkSpec{Cluster: cfg, Machines: ms}
-}
-
 // Converge reconciles the network and reports the endpoints. Run alone
 // (no image section upstream) it runs the preflight itself.
 func (Phase) Converge(ctx context.Context, in *phase.Input, sec *state.Section) error {
@@ -49,15 +31,15 @@ func (Phase) Converge(ctx context.Context, in *phase.Input, sec *state.Section) 
 		return err
 	}
 	if _, ran, _ := in.State.Section(phase.Image); !ran {
-		if _, err := preflight.Run(ctx, in, cloud); err != nil {
+		if err := nodes.Validate(ctx, in, cloud); err != nil {
 			return err
 		}
 	}
 	plan := in.NewPlan()
-	res, err := cloud.ReconcileNetwork(ctx, Spec(in.Config), plan)
+	res, err := cloud.ReconcileNetwork(ctx, sections.NetworkSpec(in.Config), plan)
 	sec.Plan = plan.Changes()
 	if res == nil {
-		return errors.Join(err, sec.SetOutputs(Outputs{Provider: in.Config.Provider()}))
+		return errors.Join(err, sec.SetOutputs(sections.Network{Provider: in.Config.Provider()}))
 	}
 	if err := record(in, sec, res); err != nil {
 		return err
@@ -86,7 +68,7 @@ func (Phase) Status(ctx context.Context, in *phase.Input, sec *state.Section) er
 	if err != nil {
 		return err
 	}
-	res, err := cloud.CurrentNetwork(ctx, Spec(in.Config))
+	res, err := cloud.CurrentNetwork(ctx, sections.NetworkSpec(in.Config))
 	if err != nil {
 		return err
 	}
@@ -95,7 +77,7 @@ func (Phase) Status(ctx context.Context, in *phase.Input, sec *state.Section) er
 		return err
 	}
 	in.Out.Info("%s", st.Summary)
-	return sec.SetOutputs(Outputs{Provider: in.Config.Provider(), Infrastructure: st, NetworkResult: *res})
+	return sec.SetOutputs(sections.Network{Provider: in.Config.Provider(), Infrastructure: st, NetworkResult: *res})
 }
 
 // Check has nothing to report without credentials.
@@ -107,7 +89,7 @@ func record(in *phase.Input, sec *state.Section, res *provider.NetworkResult) er
 	if !res.Kubernetes.VIP.IsValid() || res.Kubernetes.Advertised == "" {
 		sec.Unknown = []string{"kubernetes"}
 	}
-	return sec.SetOutputs(Outputs{Provider: in.Config.Provider(), NetworkResult: *res})
+	return sec.SetOutputs(sections.Network{Provider: in.Config.Provider(), NetworkResult: *res})
 }
 
 func addr(e provider.Endpoint) string {
@@ -122,9 +104,4 @@ func orPending(s string) string {
 		return "(pending)"
 	}
 	return s
-}
-
-// Read returns the net outputs of an earlier net phase in doc.
-func Read(doc *state.Document) (Outputs, bool, error) {
-	return state.Outputs[Outputs](doc, phase.Net)
 }

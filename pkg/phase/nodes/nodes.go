@@ -18,13 +18,11 @@ import (
 	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/kube"
 	"github.com/talosc/talosc/pkg/phase"
-	"github.com/talosc/talosc/pkg/phase/bootimage"
-	"github.com/talosc/talosc/pkg/phase/network"
 	"github.com/talosc/talosc/pkg/phase/preflight"
+	"github.com/talosc/talosc/pkg/phase/sections"
 	"github.com/talosc/talosc/pkg/provider"
 	"github.com/talosc/talosc/pkg/state"
 	"github.com/talosc/talosc/pkg/talos/identity"
-	"github.com/talosc/talosc/pkg/talos/machineconfig"
 	"github.com/talosc/talosc/pkg/talos/talosapi"
 )
 
@@ -110,6 +108,9 @@ func (r *run) converge(ctx context.Context) error {
 		if err := r.checkVersions(ctx); err != nil {
 			return err
 		}
+		if err := r.checkConfigs(ctx); err != nil {
+			return err
+		}
 	}
 	if err := r.createMachines(ctx); err != nil {
 		return err
@@ -149,18 +150,18 @@ func (r *run) validate(ctx context.Context) error {
 // endpoints takes the network and image from the earlier phases' sections,
 // or reads them from the provider when this phase runs alone.
 func (r *run) endpoints(ctx context.Context) error {
-	net, ok, err := network.Read(r.in.State)
+	net, ok, err := sections.ReadNetwork(r.in.State)
 	switch {
 	case err != nil:
 		return err
 	case ok:
 		r.net = &net.NetworkResult
 	default:
-		if r.net, err = r.cloud.CurrentNetwork(ctx, network.Spec(r.cfg)); err != nil {
+		if r.net, err = r.cloud.CurrentNetwork(ctx, sections.NetworkSpec(r.cfg)); err != nil {
 			return err
 		}
 	}
-	img, ok, err := bootimage.Read(r.in.State)
+	img, ok, err := sections.ReadImage(r.in.State)
 	switch {
 	case err != nil:
 		return err
@@ -291,7 +292,7 @@ func (r *run) createMachines(ctx context.Context) error {
 	if len(missing) == 0 {
 		return nil
 	}
-	if r.net == nil || !r.net.Kubernetes.VIP.IsValid() || r.net.Kubernetes.Advertised == "" {
+	if !r.hasEndpoint() {
 		if r.in.DryRun {
 			for _, m := range missing {
 				r.plan.Record(state.Change{Action: state.ActionCreate, Kind: r.cfg.Provider() + ":server", Name: m.Hostname, Detail: "after the network phase allocates the API endpoint"})
@@ -300,7 +301,7 @@ func (r *run) createMachines(ctx context.Context) error {
 		}
 		return errors.New("the network phase reported no Kubernetes API endpoint (VIP and advertised address); run tc-net converge first")
 	}
-	installers, err := Installers(r.cfg, r.in.Env.FactoryURL())
+	input, installers, err := r.configInput()
 	if err != nil {
 		return err
 	}
@@ -311,10 +312,9 @@ func (r *run) createMachines(ctx context.Context) error {
 	if err := registerInstallers(ctx, fc, installers); err != nil {
 		return err
 	}
-	input := ConfigInput(r.cfg, r.id, r.net.Kubernetes.Advertised, r.net.Kubernetes.VIP, installers.ByPool, r.cloud.Project())
 	specs := make([]provider.MachineSpec, 0, len(missing))
 	for _, m := range missing {
-		mc, err := machineconfig.Generate(input, machineconfig.Node{Machine: m, TalosVersion: r.cfg.Talos.Version, KubernetesVersion: r.cfg.Kubernetes.Version})
+		mc, err := r.generate(input, m)
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,48 @@
+// Package sections holds the outputs the builtin phases hand to each other
+// through the state document: the image phase's boot image and the net
+// phase's endpoints, which the nodes phase builds machines from.
+package sections
+
+import (
+	"github.com/talosc/talosc/pkg/config"
+	"github.com/talosc/talosc/pkg/phase"
+	"github.com/talosc/talosc/pkg/provider"
+	"github.com/talosc/talosc/pkg/state"
+)
+
+// Image is the image section's outputs.
+type Image struct {
+	Provider     string         `json:"provider"`
+	TalosVersion string         `json:"talosVersion"`
+	SchematicID  string         `json:"schematicID"`
+	Artifact     string         `json:"artifact"`
+	Image        provider.Image `json:"image"`
+}
+
+// ReadImage returns the outputs of an earlier image phase in doc.
+func ReadImage(doc *state.Document) (Image, bool, error) {
+	return state.Outputs[Image](doc, phase.Image)
+}
+
+// Network is the net section's outputs: the provider and what it reported.
+type Network struct {
+	Provider string `json:"provider"`
+	// Infrastructure is the provider's status (status only).
+	Infrastructure *provider.Status `json:"infrastructure,omitempty"`
+	provider.NetworkResult
+}
+
+// ReadNetwork returns the outputs of an earlier net phase in doc.
+func ReadNetwork(doc *state.Document) (Network, bool, error) {
+	return state.Outputs[Network](doc, phase.Net)
+}
+
+// NetworkSpec is what the net phase reconciles for cfg.
+func NetworkSpec(cfg *config.Cluster) provider.NetworkSpec {
+	hosts := cfg.Hostnames()
+	ms := make([]provider.MachineNet, len(hosts))
+	for i, h := range hosts {
+		ms[i] = provider.MachineNet{Hostname: h.Hostname, Role: h.Role, Pool: h.Pool}
+	}
+	return provider.NetworkSpec{Cluster: cfg, Machines: ms}
+}
