@@ -54,6 +54,7 @@ func TestScripts(t *testing.T) {
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
 		UpdateScripts:       os.Getenv("UPDATE_GOLDEN") != "",
+		Condition:           condition,
 		Setup: func(env *testscript.Env) error {
 			// Put $WORK/bin first on PATH for script plugins, and tell the
 			// scripts where the linkable commands live.
@@ -83,6 +84,7 @@ func TestScripts(t *testing.T) {
 			"exitcode":       cmdExitCode,
 			"filemode":       cmdFileMode,
 			"statedoc":       cmdStateDoc,
+			"plans":          cmdPlans,
 			"install-plugin": cmdInstallPlugin,
 			"lab":            cmdLab,
 			"replace":        cmdReplace,
@@ -174,6 +176,32 @@ func cmdStateDoc(ts *testscript.TestScript, neg bool, args []string) {
 		case string(sec.Status) != status:
 			ts.Fatalf("section %s is %s, want %s", name, sec.Status, status)
 		}
+	}
+}
+
+// cmdPlans runs "plans FILE N": the state document in FILE lists N changes
+// over all its sections, planned or made (a converge that changed nothing
+// lists none).
+func cmdPlans(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: plans FILE N")
+	}
+	n, err := strconv.Atoi(args[1])
+	ts.Check(err)
+	doc, err := state.Parse([]byte(ts.ReadFile(args[0])))
+	if err != nil || doc == nil {
+		ts.Fatalf("%s is not exactly one state document: %v", args[0], err)
+	}
+	var changes []string
+	for _, name := range doc.Names() {
+		sec, _, err := doc.Section(name)
+		ts.Check(err)
+		for _, c := range sec.Plan {
+			changes = append(changes, fmt.Sprintf("\n  %s: %s %s/%s %s", name, c.Action, c.Kind, c.Name, c.Detail))
+		}
+	}
+	if len(changes) != n {
+		ts.Fatalf("%s lists %d changes, want %d:%s", args[0], len(changes), n, strings.Join(changes, ""))
 	}
 }
 

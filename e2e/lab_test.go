@@ -14,16 +14,20 @@ import (
 
 	"github.com/talosc/talosc/pkg/lab"
 	"github.com/talosc/talosc/pkg/lab/labnet"
+	"github.com/talosc/talosc/pkg/lab/openstack"
+	"github.com/talosc/talosc/pkg/phase"
 	osprovider "github.com/talosc/talosc/pkg/provider/openstack"
 )
 
 // labKey is the testscript value holding a script's *scriptLab.
 type labKey struct{}
 
-// scriptLab is the talosc-lab of one script, started by "lab up".
+// scriptLab is the talosc-lab of one script, started by "lab up" or
+// "lab follow".
 type scriptLab struct {
 	index   int // picks the script's own loopback networks
 	lab     *lab.Lab
+	real    *realCloud // the followed cloud ("lab follow")
 	cluster string
 	mark    int // calls recorded before the last "lab mark"
 }
@@ -44,24 +48,42 @@ func (s *scriptLab) networks() (cluster, external string) {
 //	lab up PROVIDER DIR [NAME]   start it and write the cluster directory DIR
 //	                             (cluster NAME, default "demo"); point the
 //	                             phases at its Image Factory, with short waits
+//	lab follow DIR [NAME]        start it following the real OpenStack of
+//	                             $TALOSC_REAL_OPENSTACK ([!realopenstack] skip
+//	                             first) and write DIR for a new application
+//	                             credential of its member user (cluster NAME,
+//	                             default e2e-PID-N, in $CLUSTER); both go,
+//	                             with anything left tagged for the cluster,
+//	                             when the script ends
 //	lab mark                     start counting calls afresh
 //	lab mutations N              N mutating calls since the mark (listed if not)
 //	lab owned N                  N OpenStack resources owned by the cluster
+//	lab count KIND N             N of them of KIND (servers, ports, networks,
+//	                             subnets, routers, floatingips,
+//	                             security_groups, volumes)
 //	lab images N                 N images in the lab's Glance
+//	lab wait servers N           wait (up to a minute) until N servers are ACTIVE
 //	lab faults error-rate R seed S | lab faults off
 //	                             fail a fraction R of every service's requests
 //	                             with 503 (replayably), or stop doing so
+//	lab real-owned N             N resources of the followed cloud carrying
+//	                             the cluster's ownership tags (listed if not)
+//	lab real-images N            N active images talosc manages there
 func cmdLab(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) == 0 {
-		ts.Fatalf("usage: lab up|mark|mutations|owned|images|faults ...")
+		ts.Fatalf("usage: lab up|follow|mark|mutations|owned|count|images|wait|faults|real-owned|real-images ...")
 	}
 	s, _ := ts.Value(labKey{}).(*scriptLab)
-	if args[0] == "up" {
+	switch args[0] {
+	case "up":
 		s.up(ts, args[1:])
+		return
+	case "follow":
+		s.follow(ts, args[1:])
 		return
 	}
 	if s.lab == nil {
-		ts.Fatalf("lab %s: no lab yet (lab up first)", args[0])
+		ts.Fatalf("lab %s: no lab yet (lab up or lab follow first)", args[0])
 	}
 	switch args[0] {
 	case "mark":
@@ -69,15 +91,74 @@ func cmdLab(ts *testscript.TestScript, neg bool, args []string) {
 	case "mutations":
 		s.mutations(ts, count(ts, args))
 	case "owned":
-		owned := s.lab.OpenStack.Owned(osprovider.ClusterTags(s.cluster)...)
+		owned := s.simulated(ts).Owned(osprovider.ClusterTags(s.cluster)...)
 		want(ts, "owned resources", count(ts, args), sum(owned), fmt.Sprint(owned))
+	case "count":
+		if len(args) != 3 {
+			ts.Fatalf("usage: lab count KIND N")
+		}
+		owned := s.simulated(ts).Owned(osprovider.ClusterTags(s.cluster)...)
+		want(ts, "owned "+args[1], count(ts, args[1:]), owned[args[1]], fmt.Sprint(owned))
 	case "images":
-		images := s.lab.OpenStack.Inventory().Images
+		images := s.simulated(ts).Inventory().Images
 		want(ts, "images", count(ts, args), len(images), fmt.Sprint(images))
+	case "wait":
+		if len(args) != 3 || args[1] != "servers" {
+			ts.Fatalf("usage: lab wait servers N")
+		}
+		s.waitServers(ts, count(ts, args[1:]))
 	case "faults":
 		s.faults(ts, args[1:])
+	case "real-owned", "real-images":
+		s.realCount(ts, args)
 	default:
 		ts.Fatalf("lab %s: unknown subcommand", args[0])
+	}
+}
+
+// simulated returns the lab's simulated OpenStack.
+func (s *scriptLab) simulated(ts *testscript.TestScript) *openstack.Cloud {
+	if s.lab.OpenStack == nil {
+		ts.Fatalf("this lab simulates no OpenStack (lab up openstack)")
+	}
+	return s.lab.OpenStack
+}
+
+// realCount checks "lab real-owned N" and "lab real-images N".
+func (s *scriptLab) realCount(ts *testscript.TestScript, args []string) {
+	if s.real == nil {
+		ts.Fatalf("lab %s: this lab follows no real OpenStack (lab follow)", args[0])
+	}
+	n := count(ts, args)
+	if args[0] == "real-images" {
+		got, err := s.real.images(context.Background())
+		ts.Check(err)
+		want(ts, "managed images in the real cloud", n, got, "")
+		return
+	}
+	owned, err := s.real.owned(context.Background())
+	ts.Check(err)
+	want(ts, "resources owned in the real cloud", n, sum(owned), fmt.Sprint(owned))
+}
+
+// waitServers waits until the lab's OpenStack has n ACTIVE servers.
+func (s *scriptLab) waitServers(ts *testscript.TestScript, n int) {
+	cloud := s.simulated(ts)
+	active := func() int {
+		got := 0
+		for _, srv := range cloud.Inventory().Servers {
+			if srv.Status == "ACTIVE" {
+				got++
+			}
+		}
+		return got
+	}
+	deadline := time.Now().Add(time.Minute)
+	for active() < n {
+		if time.Now().After(deadline) {
+			ts.Fatalf("%d ACTIVE servers after a minute, want %d", active(), n)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -93,13 +174,18 @@ func (s *scriptLab) up(ts *testscript.TestScript, args []string) {
 		s.cluster = args[2]
 	}
 	clusterCIDR, externalCIDR := s.networks()
-	l, err := lab.Start(context.Background(), lab.Options{
-		Provider:     args[0],
-		NodesBoot:    200 * time.Millisecond,
-		ClusterCIDR:  clusterCIDR,
-		ExternalCIDR: externalCIDR,
-		Logf:         ts.Logf,
-	})
+	s.start(ts, lab.Options{Provider: args[0], ClusterCIDR: clusterCIDR, ExternalCIDR: externalCIDR})
+	_, err := s.lab.WriteClusterDir(ts.MkAbs(args[1]), s.cluster)
+	ts.Check(err)
+	// The lab's machines boot in 200 ms: poll every 750 ms, not every 15 s.
+	s.pointPhases(ts, "0.05")
+}
+
+// start starts the script's lab, whose machines boot in 200 ms, until the
+// script ends.
+func (s *scriptLab) start(ts *testscript.TestScript, o lab.Options) {
+	o.NodesBoot, o.Logf = 200*time.Millisecond, ts.Logf
+	l, err := lab.Start(context.Background(), o)
 	ts.Check(err)
 	ts.Defer(func() {
 		if err := l.Close(); err != nil {
@@ -107,11 +193,14 @@ func (s *scriptLab) up(ts *testscript.TestScript, args []string) {
 		}
 	})
 	s.lab = l
-	_, err = l.WriteClusterDir(ts.MkAbs(args[1]), s.cluster)
-	ts.Check(err)
-	ts.Setenv("TALOSC_IMAGE_FACTORY_URL", l.Factory.URL)
-	// The lab's machines boot in 200 ms: poll every 750 ms, not every 15 s.
-	ts.Setenv("TALOSC_TIME_SCALE", "0.05")
+}
+
+// pointPhases points the phases at the lab's Image Factory and kubelet
+// registry, with waits scaled by timeScale.
+func (s *scriptLab) pointPhases(ts *testscript.TestScript, timeScale string) {
+	ts.Setenv(phase.EnvImageFactory, s.lab.Factory.URL)
+	ts.Setenv(phase.EnvKubeletRepository, s.lab.Factory.KubeletRepositoryURL())
+	ts.Setenv(phase.EnvTimeScale, timeScale)
 }
 
 // mutations checks the number of calls since the mark that change state.

@@ -10,6 +10,8 @@ import (
 	"os/exec"
 	"sync"
 	"time"
+
+	"github.com/talosc/talosc/pkg/cli"
 )
 
 // maxOutput bounds what a plugin may write on stdout: a state document is
@@ -52,6 +54,7 @@ func execute(ctx context.Context, inv invocation) outcome {
 	for attempt := range startAttempts {
 		cmd = exec.CommandContext(runCtx, inv.path, inv.args...)
 		ownProcessGroup(cmd)
+		cli.DieWithParent(cmd)
 		cmd.WaitDelay = waitDelay
 		cmd.Env = inv.env
 		if cmd.Env == nil {

@@ -47,6 +47,7 @@ func (s *session) runPhases(ctx context.Context, action string, in *state.Docume
 		cmd.Stderr = s.g.Streams.ErrOut
 		cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 		cmd.WaitDelay = interruptGrace
+		cli.DieWithParent(cmd)
 		cmds[i] = cmd
 	}
 	var input bytes.Buffer

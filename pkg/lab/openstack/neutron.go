@@ -173,6 +173,12 @@ func (s *Cloud) respondList(w http.ResponseWriter, r *http.Request, collection s
 			return
 		}
 	}
+	if q.Has("tags") && q.Has("tags-any") {
+		// Zed joins the tag table twice under one alias: MySQL refuses the
+		// query ("Not unique table/alias: 'tags'") and Neutron answers 500.
+		neutronError(w, errf(http.StatusInternalServerError, "HTTPInternalServerError", "Request Failed: internal server error while processing your request."))
+		return
+	}
 	out := make([]map[string]any, 0, len(views))
 	for _, v := range views {
 		if matchFilters(r, v) {

@@ -83,7 +83,7 @@ func (s *clusterServer) HealthCheck(in *clusterapi.HealthCheckRequest, srv grpc.
 	}
 	poll := n.fleet.timing.HealthPoll
 	for _, c := range n.healthChecks() {
-		if err := waitCondition(ctx, c, targets, poll, report); err != nil {
+		if err := n.waitCondition(ctx, c, targets, poll, report); err != nil {
 			return err
 		}
 	}
@@ -91,12 +91,14 @@ func (s *clusterServer) HealthCheck(in *clusterapi.HealthCheckRequest, srv grpc.
 }
 
 // waitCondition polls one condition until it holds, is skipped or the
-// context ends.
-func waitCondition(ctx context.Context, c healthCheck, targets []healthTarget, poll time.Duration, report func(string) error) error {
+// context ends. Every poll looks the targets up again, as talosctl dials
+// them again: a node that boots during the check is seen.
+func (n *Node) waitCondition(ctx context.Context, c healthCheck, targets []healthTarget, poll time.Duration, report func(string) error) error {
 	if err := report(c.name + ": ..."); err != nil {
 		return err
 	}
 	for {
+		n.lookUp(targets)
 		err := c.assert(ctx, targets)
 		switch {
 		case err == nil:
@@ -147,6 +149,18 @@ func (n *Node) healthTargets(info *clusterapi.ClusterInfo) ([]healthTarget, erro
 		out = append(out, healthTarget{NodeInfo: NodeInfo{Hostname: m.hostname(), Address: m.addr, ControlPlane: m.cfg != nil && m.cfg.controlPlane()}, node: m})
 	}
 	return out, nil
+}
+
+// lookUp points each target at the node now serving its address.
+func (n *Node) lookUp(targets []healthTarget) {
+	f := n.fleet
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i := range targets {
+		if node := f.nodes[targets[i].Address]; node != nil {
+			targets[i].node, targets[i].Hostname = node, node.hostname()
+		}
+	}
 }
 
 // reachable reports whether a target's apid answers with this cluster's

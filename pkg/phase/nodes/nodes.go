@@ -404,9 +404,18 @@ func (r *run) talos(ctx context.Context, endpoint string) (*talosapi.Client, err
 	})
 }
 
-// kube opens the kubeconfig at path with the run's scaled retry interval.
+// minKubeTimeout is the least a Kubernetes request is given, however
+// small TALOSC_TIME_SCALE is.
+const minKubeTimeout = 2 * time.Second
+
+// kube opens the kubeconfig at path with the run's scaled request timeout
+// and retry interval (a probe of an API that never answers takes three
+// timeouts).
 func (r *run) kube(path string) (*kube.Client, error) {
-	return kube.Load(path, kube.Options{RetryInterval: r.in.Env.Scale(kube.DefaultRetryInterval)})
+	return kube.Load(path, kube.Options{
+		Timeout:       max(r.in.Env.Scale(kube.DefaultTimeout), minKubeTimeout),
+		RetryInterval: r.in.Env.Scale(kube.DefaultRetryInterval),
+	})
 }
 
 // bootstrap bootstraps etcd on the first control plane and fetches the

@@ -111,12 +111,29 @@ func (c *Cloud) ensureGuestAgent(ctx context.Context, img *images.Image, plan *p
 	})
 }
 
-// createImage creates the image record and uploads the artifact into it;
-// an image whose upload failed is deleted.
+// uploadAttempts is how often the image is made (download and upload)
+// before giving up: a streamed upload cannot be replayed by the transport,
+// so a transient failure restarts the whole stream.
+const uploadAttempts = 3
+
+// createImage creates the image and uploads the artifact into it, starting
+// over (a new record, a new download) when an attempt fails.
 func (c *Cloud) createImage(ctx context.Context, spec provider.ImageSpec) (provider.Image, error) {
 	if spec.Fetch == nil {
 		return provider.Image{}, fmt.Errorf("no way to download the image factory artifact %s", spec.Artifact)
 	}
+	for attempt := 1; ; attempt++ {
+		img, err := c.createImageOnce(ctx, spec)
+		if err == nil || attempt == uploadAttempts || ctx.Err() != nil {
+			return img, err
+		}
+		c.opts.Logf("openstack: boot image %s: %v; starting over (%d of %d)", spec.Name, err, attempt+1, uploadAttempts)
+	}
+}
+
+// createImageOnce creates the image record and uploads the artifact into
+// it; an image whose upload failed is deleted.
+func (c *Cloud) createImageOnce(ctx context.Context, spec provider.ImageSpec) (provider.Image, error) {
 	private := images.ImageVisibilityPrivate
 	img, err := images.Create(ctx, c.image, images.CreateOpts{
 		Name: spec.Name, Visibility: &private, Tags: []string{TagManagedBy},

@@ -18,6 +18,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/image/v2/images"
 	"github.com/ulikunitz/xz"
 
+	"github.com/talosc/talosc/pkg/lab/labnet"
 	labos "github.com/talosc/talosc/pkg/lab/openstack"
 	"github.com/talosc/talosc/pkg/provider"
 	"github.com/talosc/talosc/pkg/provider/openstack"
@@ -133,6 +134,25 @@ func TestEnsureImage_BrokenDownloadLeavesNoImage(t *testing.T) {
 		if imgs := l.lab.Inventory().Images; len(imgs) != 0 {
 			t.Errorf("%s: left %+v", tc.name, imgs)
 		}
+	}
+}
+
+// A streamed upload cannot be replayed by the transport: a 503 on it
+// starts the image over (a new record, a new download), and the failed
+// record is gone.
+func TestEnsureImage_StartsOverAfterATransientUploadFailure(t *testing.T) {
+	t.Parallel()
+	inj := labnet.NewInjector(labnet.Knobs{Faults: []labnet.Fault{{Service: labos.Glance, Method: http.MethodPut, Nth: 1, Status: http.StatusServiceUnavailable}}})
+	l := newComputeLab(t, labos.Config{Injector: inj}, threeCPs)
+	img, err := l.cloud.EnsureImage(t.Context(), imageSpec(t, ""), &provider.Plan{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if imgs := l.lab.Inventory().Images; len(imgs) != 1 || imgs[0].ID != img.ID || img.Status != "active" {
+		t.Errorf("images %+v, ensured %+v", imgs, img)
+	}
+	if !strings.Contains(l.logs.String(), "starting over (2 of 3)") {
+		t.Errorf("no start-over logged:\n%s", l.logs)
 	}
 }
 

@@ -31,28 +31,30 @@ func (c *Cloud) Status(ctx context.Context, cluster *config.Cluster) (*provider.
 		return nil, err
 	}
 	st.Resources["servers"] = len(owned)
-	tags, anyOf := ClusterTag(name), managedAny
+	// Neutron (Zed) answers 500 to tags combined with tags-any: filter by the
+	// cluster tag and check the managed-by marker here.
+	tags := ClusterTag(name)
 	for _, k := range []struct {
 		kind  string
 		count func() (int, error)
 	}{
 		{"ports", func() (int, error) {
-			return countOwned(ctx, ports.List(c.network, ports.ListOpts{Tags: tags, TagsAny: anyOf}), ports.ExtractPorts, func(x ports.Port) []string { return x.Tags }, name)
+			return countOwned(ctx, ports.List(c.network, ports.ListOpts{Tags: tags}), ports.ExtractPorts, func(x ports.Port) []string { return x.Tags }, name)
 		}},
 		{"floatingips", func() (int, error) {
-			return countOwned(ctx, floatingips.List(c.network, floatingips.ListOpts{Tags: tags, TagsAny: anyOf}), floatingips.ExtractFloatingIPs, func(x floatingips.FloatingIP) []string { return x.Tags }, name)
+			return countOwned(ctx, floatingips.List(c.network, floatingips.ListOpts{Tags: tags}), floatingips.ExtractFloatingIPs, func(x floatingips.FloatingIP) []string { return x.Tags }, name)
 		}},
 		{"networks", func() (int, error) {
-			return countOwned(ctx, networks.List(c.network, networks.ListOpts{Tags: tags, TagsAny: anyOf}), networks.ExtractNetworks, func(x networks.Network) []string { return x.Tags }, name)
+			return countOwned(ctx, networks.List(c.network, networks.ListOpts{Tags: tags}), networks.ExtractNetworks, func(x networks.Network) []string { return x.Tags }, name)
 		}},
 		{"subnets", func() (int, error) {
-			return countOwned(ctx, subnets.List(c.network, subnets.ListOpts{Tags: tags, TagsAny: anyOf}), subnets.ExtractSubnets, func(x subnets.Subnet) []string { return x.Tags }, name)
+			return countOwned(ctx, subnets.List(c.network, subnets.ListOpts{Tags: tags}), subnets.ExtractSubnets, func(x subnets.Subnet) []string { return x.Tags }, name)
 		}},
 		{"routers", func() (int, error) {
-			return countOwned(ctx, routers.List(c.network, routers.ListOpts{Tags: tags, TagsAny: anyOf}), routers.ExtractRouters, func(x routers.Router) []string { return x.Tags }, name)
+			return countOwned(ctx, routers.List(c.network, routers.ListOpts{Tags: tags}), routers.ExtractRouters, func(x routers.Router) []string { return x.Tags }, name)
 		}},
 		{"security_groups", func() (int, error) {
-			return countOwned(ctx, groups.List(c.network, groups.ListOpts{Tags: tags, TagsAny: anyOf}), groups.ExtractGroups, func(x groups.SecGroup) []string { return x.Tags }, name)
+			return countOwned(ctx, groups.List(c.network, groups.ListOpts{Tags: tags}), groups.ExtractGroups, func(x groups.SecGroup) []string { return x.Tags }, name)
 		}},
 	} {
 		n, err := k.count()

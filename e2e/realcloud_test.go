@@ -1,0 +1,345 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2"
+	gos "github.com/gophercloud/gophercloud/v2/openstack"
+	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
+	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/applicationcredentials"
+	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/tokens"
+	"github.com/gophercloud/gophercloud/v2/openstack/image/v2/images"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
+	"github.com/gophercloud/gophercloud/v2/pagination"
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/talosc/talosc/pkg/lab"
+	"github.com/talosc/talosc/pkg/lab/labnet"
+	osprovider "github.com/talosc/talosc/pkg/provider/openstack"
+)
+
+// realOpenStackEnv names the clouds.yaml of a real OpenStack (the one
+// ../shared/openstack-lab/up.sh starts writes /opt/oslab/clouds.yaml, with
+// clouds "oslab", admin, and "oslab-demo", member of project demo). The
+// scripts that use "lab follow" start with
+//
+//	[!realopenstack] skip 'no real OpenStack: set TALOSC_REAL_OPENSTACK'
+const realOpenStackEnv = "TALOSC_REAL_OPENSTACK"
+
+// condition answers the scripts' own conditions: "realopenstack" holds when
+// $TALOSC_REAL_OPENSTACK is set.
+func condition(cond string) (bool, error) {
+	if cond == "realopenstack" {
+		return os.Getenv(realOpenStackEnv) != "", nil
+	}
+	return false, fmt.Errorf("unknown condition %q", cond)
+}
+
+// realCallTimeout bounds every call the scripts make to the real cloud.
+const realCallTimeout = 30 * time.Second
+
+// realCloud is the real OpenStack a "lab follow" script builds its cluster
+// in, seen as the member user who owns the cluster.
+type realCloud struct {
+	compute, network, image, identity *gophercloud.ServiceClient
+	authURL, region                   string
+	userID                            string
+	tags                              string // the cluster's ownership tags, for the tags filter
+}
+
+// follow starts a lab following the real OpenStack of $TALOSC_REAL_OPENSTACK
+// and writes the cluster directory for an application credential of its
+// member user; the credential and whatever the cluster owns go at the end
+// of the script, whether or not it reached its destroy.
+func (s *scriptLab) follow(ts *testscript.TestScript, args []string) {
+	if len(args) < 1 || len(args) > 2 {
+		ts.Fatalf("usage: lab follow DIR [NAME]")
+	}
+	path := os.Getenv(realOpenStackEnv)
+	if path == "" {
+		ts.Fatalf("lab follow: %s is unset (start the script with [!realopenstack] skip)", realOpenStackEnv)
+	}
+	if s.lab != nil {
+		ts.Fatalf("lab follow: this script's lab is already up")
+	}
+	// Scripts (and test processes) share the cloud: the default name is
+	// this script's own.
+	s.cluster = fmt.Sprintf("e2e-%d-%d", os.Getpid(), s.index)
+	if len(args) == 2 {
+		s.cluster = args[1]
+	}
+	// The lab follows as admin (every project's servers, their
+	// user_data); the cluster belongs to the member user, whose
+	// credentials the same clouds.yaml reader returns.
+	admin, err := lab.FollowOptionsFromClouds(path, "oslab")
+	ts.Check(err)
+	member, err := lab.FollowOptionsFromClouds(path, "oslab-demo")
+	ts.Check(err)
+	admin.Interval = 300 * time.Millisecond
+	s.start(ts, lab.Options{Follow: admin})
+
+	ctx := context.Background()
+	rc, err := newRealCloud(ctx, member.Auth, member.Region, s.cluster)
+	ts.Check(err)
+	s.real = rc
+	cred, err := applicationcredentials.Create(ctx, rc.identity, rc.userID, applicationcredentials.CreateOpts{
+		Name: "talosc-" + s.cluster, Description: "talosc e2e script (deleted when it ends)",
+	}).Extract()
+	ts.Check(err)
+	ts.Defer(func() { rc.cleanup(ts, cred.ID) })
+
+	clusterCIDR, _ := s.networks()
+	ts.Check(writeRealClusterDir(ts.MkAbs(args[0]), realCluster{
+		Name: s.cluster, AuthURL: rc.authURL, Region: rc.region, CIDR: clusterCIDR,
+		CredentialID: cred.ID, CredentialSecret: cred.Secret,
+	}))
+	ts.Setenv("CLUSTER", s.cluster)
+	// Servers are ACTIVE in 1-2 s and followed 300 ms later.
+	s.pointPhases(ts, "0.1")
+}
+
+// newRealCloud authenticates as auth, on loopback only.
+func newRealCloud(ctx context.Context, auth gophercloud.AuthOptions, region, cluster string) (*realCloud, error) {
+	pc, err := gos.NewClient(auth.IdentityEndpoint)
+	if err != nil {
+		return nil, err
+	}
+	pc.HTTPClient = http.Client{
+		Timeout:   realCallTimeout,
+		Transport: &http.Transport{DialContext: labnet.Dialer().DialContext},
+	}
+	auth.AllowReauth = true
+	if err := gos.Authenticate(ctx, pc, auth); err != nil {
+		return nil, fmt.Errorf("authenticate at %s: %w", auth.IdentityEndpoint, err)
+	}
+	res, ok := pc.GetAuthResult().(tokens.CreateResult)
+	if !ok {
+		return nil, fmt.Errorf("authenticate at %s: not a v3 token", auth.IdentityEndpoint)
+	}
+	user, err := res.ExtractUser()
+	if err != nil {
+		return nil, fmt.Errorf("the token's user: %w", err)
+	}
+	rc := &realCloud{authURL: auth.IdentityEndpoint, region: region, userID: user.ID, tags: strings.Join(osprovider.ClusterTags(cluster), ",")}
+	eo := gophercloud.EndpointOpts{Region: region}
+	if rc.identity, err = gos.NewIdentityV3(pc, eo); err != nil {
+		return nil, err
+	}
+	if rc.compute, err = gos.NewComputeV2(pc, eo); err != nil {
+		return nil, err
+	}
+	if rc.network, err = gos.NewNetworkV2(pc, eo); err != nil {
+		return nil, err
+	}
+	if rc.image, err = gos.NewImageV2(pc, eo); err != nil {
+		return nil, err
+	}
+	return rc, nil
+}
+
+// realCluster is what the cluster directory of a real cloud says.
+type realCluster struct {
+	Name, AuthURL, Region, CIDR    string
+	CredentialID, CredentialSecret string
+}
+
+// writeRealClusterDir writes cluster.yaml and secrets.yaml (0600) for the
+// real cloud. It mirrors the directory talosc-lab writes for its simulated
+// OpenStack (pkg/lab writeOpenStackDir), which needs the simulated cloud.
+func writeRealClusterDir(dir string, c realCluster) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	cluster := fmt.Sprintf(`# Written by the e2e "lab follow" for a real OpenStack.
+name: %s
+include: [secrets.yaml]
+talos:
+  version: %s
+kubernetes:
+  version: v1.35.4
+controlplane:
+  count: 3
+  flavor: talos.cp
+  disk: 20
+workers:
+  worker:
+    count: 2
+    flavor: talos.worker
+    disk: 20
+openstack:
+  url: %s
+  availability_zone: nova
+  external_net: public
+  region: %s
+network:
+  cluster:
+    cidr: %s
+    mtu: 1450 # the real lab's Neutron allows no more
+  dns: []
+  ntp: [127.0.0.123]
+security:
+  kubernetes:
+    lab: 127.0.0.0/8
+  talos:
+    lab: 127.0.0.0/8
+`, c.Name, lab.DefaultTalosVersion, c.AuthURL, c.Region, c.CIDR)
+	secrets := fmt.Sprintf("openstack:\n  credential_id: %s\n  credential_secret: %s\n", c.CredentialID, c.CredentialSecret)
+	for name, data := range map[string]string{"cluster.yaml": cluster, "secrets.yaml": secrets} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ownedKind is one kind of resource "lab real-owned" counts: how to list
+// the cluster's resources of that kind (through the tags filter) and how to
+// delete one.
+type ownedKind struct {
+	kind   string
+	ids    func(context.Context) ([]string, error)
+	delete func(context.Context, string) error
+}
+
+// ownedKinds are in the order a cleanup deletes them.
+func (rc *realCloud) ownedKinds() []ownedKind {
+	return []ownedKind{
+		{"servers", func(ctx context.Context) ([]string, error) {
+			return listIDs(ctx, servers.List(rc.compute, servers.ListOpts{Tags: rc.tags}), servers.ExtractServers, func(x servers.Server) string { return x.ID })
+		}, func(ctx context.Context, id string) error { return servers.Delete(ctx, rc.compute, id).ExtractErr() }},
+		{"floatingips", func(ctx context.Context) ([]string, error) {
+			return listIDs(ctx, floatingips.List(rc.network, floatingips.ListOpts{Tags: rc.tags}), floatingips.ExtractFloatingIPs, func(x floatingips.FloatingIP) string { return x.ID })
+		}, func(ctx context.Context, id string) error {
+			return floatingips.Delete(ctx, rc.network, id).ExtractErr()
+		}},
+		{"routers", func(ctx context.Context) ([]string, error) {
+			return listIDs(ctx, routers.List(rc.network, routers.ListOpts{Tags: rc.tags}), routers.ExtractRouters, func(x routers.Router) string { return x.ID })
+		}, rc.deleteRouter},
+		{"ports", func(ctx context.Context) ([]string, error) {
+			return listIDs(ctx, ports.List(rc.network, ports.ListOpts{Tags: rc.tags}), ports.ExtractPorts, func(x ports.Port) string { return x.ID })
+		}, func(ctx context.Context, id string) error { return ports.Delete(ctx, rc.network, id).ExtractErr() }},
+		{"security_groups", func(ctx context.Context) ([]string, error) {
+			return listIDs(ctx, groups.List(rc.network, groups.ListOpts{Tags: rc.tags}), groups.ExtractGroups, func(x groups.SecGroup) string { return x.ID })
+		}, func(ctx context.Context, id string) error { return groups.Delete(ctx, rc.network, id).ExtractErr() }},
+		{"subnets", func(ctx context.Context) ([]string, error) {
+			return listIDs(ctx, subnets.List(rc.network, subnets.ListOpts{Tags: rc.tags}), subnets.ExtractSubnets, func(x subnets.Subnet) string { return x.ID })
+		}, func(ctx context.Context, id string) error { return subnets.Delete(ctx, rc.network, id).ExtractErr() }},
+		{"networks", func(ctx context.Context) ([]string, error) {
+			return listIDs(ctx, networks.List(rc.network, networks.ListOpts{Tags: rc.tags}), networks.ExtractNetworks, func(x networks.Network) string { return x.ID })
+		}, func(ctx context.Context, id string) error { return networks.Delete(ctx, rc.network, id).ExtractErr() }},
+	}
+}
+
+// deleteRouter detaches the router from its subnets, then deletes it.
+func (rc *realCloud) deleteRouter(ctx context.Context, id string) error {
+	ifaces, err := listIDs(ctx, ports.List(rc.network, ports.ListOpts{DeviceID: id, DeviceOwner: "network:router_interface"}),
+		ports.ExtractPorts, func(x ports.Port) string { return x.ID })
+	if err != nil {
+		return err
+	}
+	for _, port := range ifaces {
+		if _, err := routers.RemoveInterface(ctx, rc.network, id, routers.RemoveInterfaceOpts{PortID: port}).Extract(); err != nil {
+			return err
+		}
+	}
+	return routers.Delete(ctx, rc.network, id).ExtractErr()
+}
+
+// listIDs lists every page of pager and returns the ids of what it holds.
+func listIDs[T any](ctx context.Context, pager pagination.Pager, extract func(pagination.Page) ([]T, error), id func(T) string) ([]string, error) {
+	cctx, cancel := context.WithTimeout(ctx, realCallTimeout)
+	defer cancel()
+	page, err := pager.AllPages(cctx)
+	if err != nil {
+		return nil, err
+	}
+	xs, err := extract(page)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(xs))
+	for i, x := range xs {
+		ids[i] = id(x)
+	}
+	return ids, nil
+}
+
+// owned counts the cluster's resources by kind.
+func (rc *realCloud) owned(ctx context.Context) (map[string]int, error) {
+	out := map[string]int{}
+	for _, k := range rc.ownedKinds() {
+		ids, err := k.ids(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", k.kind, err)
+		}
+		if len(ids) > 0 {
+			out[k.kind] = len(ids)
+		}
+	}
+	return out, nil
+}
+
+// images counts the active images talosc manages that the member user sees
+// (the image is shared by every cluster of the project, not the cluster's
+// own).
+func (rc *realCloud) images(ctx context.Context) (int, error) {
+	ids, err := listIDs(ctx, images.List(rc.image, images.ListOpts{Tags: []string{osprovider.TagManagedBy}, Status: images.ImageStatusActive}),
+		images.ExtractImages, func(x images.Image) string { return x.ID })
+	return len(ids), err
+}
+
+// cleanup deletes the application credential and, best effort, anything
+// the cluster still owns (a script that failed before its destroy must not
+// leave resources in a shared cloud); what it cannot delete, it logs.
+func (rc *realCloud) cleanup(ts *testscript.TestScript, credID string) {
+	ctx := context.Background()
+	errs := []error{applicationcredentials.Delete(ctx, rc.identity, rc.userID, credID).ExtractErr()}
+	left, err := rc.owned(ctx)
+	errs = append(errs, err)
+	if len(left) > 0 {
+		ts.Logf("real cloud cleanup: the cluster still owns %v; deleting it", left)
+		for _, k := range rc.ownedKinds() {
+			errs = append(errs, rc.deleteAll(ctx, k))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		ts.Logf("real cloud cleanup: %v", err)
+	}
+}
+
+// deleteAll deletes every resource of kind k the cluster owns and waits
+// until none is listed (servers take a moment to go, and their ports
+// with them).
+func (rc *realCloud) deleteAll(ctx context.Context, k ownedKind) error {
+	ids, err := k.ids(ctx)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, id := range ids {
+		cctx, cancel := context.WithTimeout(ctx, realCallTimeout)
+		errs = append(errs, k.delete(cctx, id))
+		cancel()
+	}
+	for deadline := time.Now().Add(time.Minute); len(ids) > 0 && time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+		if ids, err = k.ids(ctx); err != nil {
+			break
+		}
+	}
+	if len(ids) > 0 {
+		err = errors.Join(err, fmt.Errorf("%d %s left", len(ids), k.kind))
+	}
+	return errors.Join(append(errs, err)...)
+}
