@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -88,6 +89,9 @@ func (s *scriptLab) follow(ts *testscript.TestScript, args []string) {
 	member, err := lab.FollowOptionsFromClouds(path, "oslab-demo")
 	ts.Check(err)
 	admin.Interval = 300 * time.Millisecond
+	clusterCIDR, _ := s.networks()
+	// Only this cluster's servers: other labs may follow the same cloud.
+	admin.Only = netip.MustParsePrefix(clusterCIDR)
 	s.start(ts, lab.Options{Follow: admin})
 
 	ctx := context.Background()
@@ -100,7 +104,6 @@ func (s *scriptLab) follow(ts *testscript.TestScript, args []string) {
 	ts.Check(err)
 	ts.Defer(func() { rc.cleanup(ts, cred.ID) })
 
-	clusterCIDR, _ := s.networks()
 	ts.Check(writeRealClusterDir(ts.MkAbs(args[0]), realCluster{
 		Name: s.cluster, AuthURL: rc.authURL, Region: rc.region, CIDR: clusterCIDR,
 		CredentialID: cred.ID, CredentialSecret: cred.Secret,

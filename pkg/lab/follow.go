@@ -45,6 +45,16 @@ type FollowOptions struct {
 	Interval time.Duration
 	// CallTimeout bounds every API call (default 10s).
 	CallTimeout time.Duration
+	// Only, when valid, limits the follower to servers whose address and
+	// floating IPs whose fixed address lie in it (a cluster's CIDR), so
+	// labs following one cloud for different clusters never serve the
+	// same address twice.
+	Only netip.Prefix
+}
+
+// follows reports whether a is an address the follower serves.
+func (o FollowOptions) follows(a netip.Addr) bool {
+	return a.IsLoopback() && (!o.Only.IsValid() || o.Only.Contains(a))
 }
 
 // FollowOptionsFromClouds reads the credentials of cloud from a clouds.yaml
@@ -273,7 +283,7 @@ func (f *Follower) portAddresses(ctx context.Context) (map[string]netip.Addr, er
 			continue
 		}
 		for _, ip := range p.FixedIPs {
-			if a, err := netip.ParseAddr(ip.IPAddress); err == nil && a.IsLoopback() {
+			if a, err := netip.ParseAddr(ip.IPAddress); err == nil && f.opts.follows(a) {
 				out[p.DeviceID] = a
 				break
 			}
@@ -298,7 +308,7 @@ func (f *Follower) floatingIPs(ctx context.Context) (map[netip.Addr]netip.Addr, 
 	for _, fip := range fs {
 		a, err1 := netip.ParseAddr(fip.FloatingIP)
 		b, err2 := netip.ParseAddr(fip.FixedIP)
-		if fip.PortID != "" && err1 == nil && err2 == nil && a.IsLoopback() && b.IsLoopback() {
+		if fip.PortID != "" && err1 == nil && err2 == nil && a.IsLoopback() && f.opts.follows(b) {
 			out[a] = b
 		}
 	}

@@ -90,7 +90,7 @@ func followTest(t *testing.T, admin, user gophercloud.AuthOptions, cidr string, 
 	t.Helper()
 	ctx := t.Context()
 	l, err := lab.Start(ctx, lab.Options{
-		Follow:    &lab.FollowOptions{Auth: admin, Interval: interval, CallTimeout: 10 * time.Second},
+		Follow:    &lab.FollowOptions{Auth: admin, Interval: interval, CallTimeout: 10 * time.Second, Only: netip.MustParsePrefix(cidr)},
 		NodesBoot: 10 * time.Millisecond, Logf: t.Logf,
 	})
 	if err != nil {
