@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -104,10 +103,14 @@ func (s *scriptLab) follow(ts *testscript.TestScript, args []string) {
 	ts.Check(err)
 	ts.Defer(func() { rc.cleanup(ts, cred.ID) })
 
-	ts.Check(writeRealClusterDir(ts.MkAbs(args[0]), realCluster{
+	dir := ts.MkAbs(args[0])
+	ts.Check(os.MkdirAll(dir, 0o755))
+	_, err = lab.WriteOpenStackCluster(dir, lab.OpenStackCluster{
 		Name: s.cluster, AuthURL: rc.authURL, Region: rc.region, CIDR: clusterCIDR,
 		CredentialID: cred.ID, CredentialSecret: cred.Secret,
-	}))
+		Comment: `Written by the e2e "lab follow" for a real OpenStack.`,
+	})
+	ts.Check(err)
 	ts.Setenv("CLUSTER", s.cluster)
 	// Servers are ACTIVE in 1-2 s and followed 300 ms later.
 	s.pointPhases(ts, "0.1")
@@ -150,61 +153,6 @@ func newRealCloud(ctx context.Context, auth gophercloud.AuthOptions, region, clu
 		return nil, err
 	}
 	return rc, nil
-}
-
-// realCluster is what the cluster directory of a real cloud says.
-type realCluster struct {
-	Name, AuthURL, Region, CIDR    string
-	CredentialID, CredentialSecret string
-}
-
-// writeRealClusterDir writes cluster.yaml and secrets.yaml (0600) for the
-// real cloud. It mirrors the directory talosc-lab writes for its simulated
-// OpenStack (pkg/lab writeOpenStackDir), which needs the simulated cloud.
-func writeRealClusterDir(dir string, c realCluster) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	cluster := fmt.Sprintf(`# Written by the e2e "lab follow" for a real OpenStack.
-name: %s
-include: [secrets.yaml]
-talos:
-  version: %s
-kubernetes:
-  version: v1.35.4
-controlplane:
-  count: 3
-  flavor: talos.cp
-  disk: 20
-workers:
-  worker:
-    count: 2
-    flavor: talos.worker
-    disk: 20
-openstack:
-  url: %s
-  availability_zone: nova
-  external_net: public
-  region: %s
-network:
-  cluster:
-    cidr: %s
-    mtu: 1450 # the real lab's Neutron allows no more
-  dns: []
-  ntp: [127.0.0.123]
-security:
-  kubernetes:
-    lab: 127.0.0.0/8
-  talos:
-    lab: 127.0.0.0/8
-`, c.Name, lab.DefaultTalosVersion, c.AuthURL, c.Region, c.CIDR)
-	secrets := fmt.Sprintf("openstack:\n  credential_id: %s\n  credential_secret: %s\n", c.CredentialID, c.CredentialSecret)
-	for name, data := range map[string]string{"cluster.yaml": cluster, "secrets.yaml": secrets} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o600); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // ownedKind is one kind of resource "lab real-owned" counts: how to list

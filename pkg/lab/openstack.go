@@ -98,7 +98,34 @@ func (l *Lab) writeOpenStackDir(dir, name string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	cluster := fmt.Sprintf(`# Written by talosc-lab for its simulated OpenStack.
+	files, err := WriteOpenStackCluster(dir, OpenStackCluster{
+		Name: name, AuthURL: l.OpenStack.AuthURL(), Region: l.OpenStack.Region(),
+		CIDR: cmp.Or(l.opts.ClusterCIDR, "127.16.0.0/24"), CredentialID: cred.ID, CredentialSecret: cred.Secret,
+		Comment: "Written by talosc-lab for its simulated OpenStack.",
+	})
+	if err != nil {
+		return nil, err
+	}
+	more, err := writeFiles(dir, []file{{"clouds.yaml", l.OpenStack.CloudsYAML(cred)}})
+	return append(files, more...), err
+}
+
+// OpenStackCluster is what a lab cluster directory for an OpenStack (the
+// lab's, or a real one the lab follows) says.
+type OpenStackCluster struct {
+	Name, AuthURL, Region, CIDR    string
+	CredentialID, CredentialSecret string
+	// Comment heads cluster.yaml.
+	Comment string
+}
+
+// WriteOpenStackCluster writes cluster.yaml and secrets.yaml (0600) for c
+// into dir: 3 control planes and 2 workers on the flavors talos.cp and
+// talos.worker (the lab's and the real openstack-lab's), 20 GB disks (the
+// boot image's minimum), the external network "public", MTU 1450 (what
+// both Neutrons allow) and loopback allowlists.
+func WriteOpenStackCluster(dir string, c OpenStackCluster) ([]string, error) {
+	cluster := fmt.Appendf(nil, `# %s
 name: %s
 include: [secrets.yaml]
 talos:
@@ -122,7 +149,7 @@ openstack:
 network:
   cluster:
     cidr: %s
-    mtu: 1450 # the lab's Neutron (like VXLAN clouds) allows no more
+    mtu: 1450
   dns: []
   ntp: [127.0.0.123]
 security:
@@ -130,13 +157,9 @@ security:
     lab: 127.0.0.0/8
   talos:
     lab: 127.0.0.0/8
-`, name, DefaultTalosVersion, l.OpenStack.AuthURL(), l.OpenStack.Region(), cmp.Or(l.opts.ClusterCIDR, "127.16.0.0/24"))
-	secrets := fmt.Sprintf("openstack:\n  credential_id: %s\n  credential_secret: %s\n", cred.ID, cred.Secret)
-	return writeFiles(dir, []file{
-		{"cluster.yaml", []byte(cluster)},
-		{"secrets.yaml", []byte(secrets)},
-		{"clouds.yaml", l.OpenStack.CloudsYAML(cred)},
-	})
+`, c.Comment, c.Name, DefaultTalosVersion, c.AuthURL, c.Region, c.CIDR)
+	secrets := fmt.Appendf(nil, "openstack:\n  credential_id: %s\n  credential_secret: %s\n", c.CredentialID, c.CredentialSecret)
+	return writeFiles(dir, []file{{"cluster.yaml", cluster}, {"secrets.yaml", secrets}})
 }
 
 type file struct {
