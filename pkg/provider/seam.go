@@ -173,6 +173,14 @@ type Compute interface {
 	// CreateMachines creates the missing machines concurrently (through
 	// plan) and returns them as created.
 	CreateMachines(ctx context.Context, cluster *config.Cluster, specs []MachineSpec, plan *Plan) ([]Machine, error)
+	// ReconcileMachines brings existing owned machines in line with what
+	// the provider manages in place (Proxmox: the per-VM firewall, stopped
+	// VMs started), through plan; it never recreates one. OpenStack has
+	// nothing to do.
+	ReconcileMachines(ctx context.Context, cluster *config.Cluster, inv *Inventory, plan *Plan) error
+	// FinalizeMachines runs once the cluster is healthy (Proxmox: detach
+	// and delete the per-VM cidata ISOs), through plan.
+	FinalizeMachines(ctx context.Context, cluster *config.Cluster, inv *Inventory, plan *Plan) error
 	// DestroyMachines deletes every owned machine and waits until they are
 	// gone (through plan).
 	DestroyMachines(ctx context.Context, cluster *config.Cluster, inv *Inventory, plan *Plan) error

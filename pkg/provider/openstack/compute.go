@@ -349,3 +349,15 @@ func fanOut(ctx context.Context, n int, fn func(ctx context.Context, i int) erro
 	wg.Wait()
 	return errs
 }
+
+// ReconcileMachines has nothing to do on OpenStack: servers are
+// create-only.
+func (c *Cloud) ReconcileMachines(context.Context, *config.Cluster, *provider.Inventory, *provider.Plan) error {
+	return nil
+}
+
+// FinalizeMachines has nothing to do on OpenStack: the config drive stays
+// with its server.
+func (c *Cloud) FinalizeMachines(context.Context, *config.Cluster, *provider.Inventory, *provider.Plan) error {
+	return nil
+}
