@@ -10,6 +10,7 @@ import (
 	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/provider"
 	"github.com/talosc/talosc/pkg/provider/openstack"
+	"github.com/talosc/talosc/pkg/provider/proxmox"
 	"github.com/talosc/talosc/pkg/releases"
 	"github.com/talosc/talosc/pkg/state"
 	"github.com/talosc/talosc/pkg/talos/factory"
@@ -38,9 +39,6 @@ type Env struct {
 	once  sync.Once
 	cloud provider.Cloud
 	err   error
-	// Connect opens the provider's API; nil means the provider for the
-	// cluster's provider section (tests replace it).
-	Connect func(ctx context.Context, cfg *config.Cluster, o openstack.Options) (provider.Cloud, error)
 }
 
 // NewEnv resolves the environment through lookup.
@@ -88,33 +86,26 @@ func (e *Env) Factory(progress func(done, total int64)) (*factory.Client, error)
 	return c, nil
 }
 
-// Cloud connects to the cluster's provider once per run.
+// Cloud connects to the cluster's provider once per run, with the run's
+// scaled waits; the provider's warnings go to stderr.
 func (e *Env) Cloud(ctx context.Context, in *Input) (provider.Cloud, error) {
 	e.once.Do(func() {
-		o := openstack.Options{
-			Wait: e.Scale(openstack.DefaultWait),
-			Poll: e.Scale(openstack.DefaultPoll),
-			Logf: func(format string, args ...any) { in.Out.Warn(format, args...) },
+		logf := func(format string, args ...any) { in.Out.Warn(format, args...) }
+		switch in.Config.Provider() {
+		case config.ProviderOpenStack:
+			e.cloud, e.err = openstack.Connect(ctx, in.Config, openstack.Options{
+				Wait: e.Scale(openstack.DefaultWait), Poll: e.Scale(openstack.DefaultPoll), Logf: logf,
+			})
+		case config.ProviderProxmox:
+			e.cloud, e.err = proxmox.Connect(ctx, in.Config, proxmox.Options{
+				Wait: e.Scale(proxmox.DefaultWait), Poll: e.Scale(proxmox.DefaultPoll),
+				TaskTimeout: max(e.Scale(proxmox.DefaultTaskTimeout), time.Minute), Logf: logf,
+			})
+		default:
+			e.err = &provider.NotAvailableError{Provider: in.Config.Provider(), Phase: "connect"}
 		}
-		connect := e.Connect
-		if connect == nil {
-			connect = connectProvider
-		}
-		e.cloud, e.err = connect(ctx, in.Config, o)
 	})
 	return e.cloud, e.err
-}
-
-// connectProvider opens the provider named by cluster.yaml.
-func connectProvider(ctx context.Context, cfg *config.Cluster, o openstack.Options) (provider.Cloud, error) {
-	if cfg.Provider() == config.ProviderOpenStack {
-		c, err := openstack.Connect(ctx, cfg, o)
-		if err != nil {
-			return nil, err
-		}
-		return c, nil
-	}
-	return nil, &provider.NotAvailableError{Provider: cfg.Provider(), Phase: "connect"}
 }
 
 // NewPlan returns the plan of one run: a dry run records without acting,

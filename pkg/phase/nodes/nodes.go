@@ -13,6 +13,7 @@ import (
 	"net/netip"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/talosc/talosc/pkg/config"
@@ -36,6 +37,8 @@ const (
 	probeAttempts   = 3
 	probeInterval   = 10 * time.Second
 	healthBudget    = 10 * time.Minute
+	addressBudget   = 600 * time.Second
+	addressPoll     = 15 * time.Second
 )
 
 // Outputs is the nodes section's outputs.
@@ -112,7 +115,13 @@ func (r *run) converge(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := r.cloud.ReconcileMachines(ctx, r.cfg, r.inv, r.plan); err != nil {
+		return err
+	}
 	if err := r.createMachines(ctx); err != nil {
+		return err
+	}
+	if err := r.resolveAddresses(ctx); err != nil {
 		return err
 	}
 	if err := r.writeTalosconfig(); err != nil {
@@ -130,7 +139,59 @@ func (r *run) converge(ctx context.Context) error {
 			return err
 		}
 	}
-	return r.health(ctx)
+	if err := r.health(ctx); err != nil {
+		return err
+	}
+	inv, err := r.cloud.Inventory(ctx, r.cfg) // with the machines made by this run
+	if err != nil {
+		return err
+	}
+	return r.cloud.FinalizeMachines(ctx, r.cfg, inv, r.plan)
+}
+
+// resolveAddresses waits until every desired machine has a real address:
+// the network phase's (OpenStack ports, static SDN addresses) or, for
+// DHCP networks, what the provider reports once the machine runs (the
+// Proxmox guest agent), polling the inventory (reference §3.1 step 12:
+// 600 s, 15 s apart). A dry run does not wait.
+func (r *run) resolveAddresses(ctx context.Context) error {
+	if r.in.DryRun {
+		return nil
+	}
+	deadline := time.Now().Add(r.in.Env.Scale(addressBudget))
+	for {
+		var missing []string
+		for _, m := range r.desired {
+			if _, ok := r.address(m.Hostname); !ok {
+				missing = append(missing, m.Hostname)
+			}
+		}
+		if len(missing) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no address reported for %s after %s: check that the machines run and their guest agent answers", strings.Join(missing, ", "), r.in.Env.Scale(addressBudget))
+		}
+		if err := sleep(ctx, r.in.Env.Scale(addressPoll)); err != nil {
+			return err
+		}
+		inv, err := r.cloud.Inventory(ctx, r.cfg)
+		if err != nil {
+			return err
+		}
+		r.inv = inv
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // validate runs the preflight (refusing what this build cannot do safely,
