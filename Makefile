@@ -78,8 +78,8 @@ bench: kube-apiserver ## run the benchmarks; the report goes to bin/bench.txt
 	@echo "benchmark report: bin/bench.txt"
 
 # The demo runs on talosc-lab: a 3 control plane + 2 worker cluster is planned,
-# converged (OpenStack; the Proxmox provider is not in this build yet, so its
-# plan is deferred) and shown. The lab's kube-apiserver is built on first use.
+# converged and shown, on OpenStack or (PROVIDER=proxmox) Proxmox VE. The
+# lab's kube-apiserver is built on first use.
 demo: build kube-apiserver ## start the lab (PROVIDER=openstack|proxmox), converge the cluster in DEMO_DIR, show it, stop the lab
 	TALOSC_KUBE_APISERVER=$(CURDIR)/bin/kube-apiserver hack/demo.sh '$(DEMO_DIR)' '$(PROVIDER)'
 

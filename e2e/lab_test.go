@@ -15,6 +15,7 @@ import (
 	"github.com/talosc/talosc/pkg/lab"
 	"github.com/talosc/talosc/pkg/lab/labnet"
 	"github.com/talosc/talosc/pkg/lab/openstack"
+	"github.com/talosc/talosc/pkg/lab/proxmox"
 	"github.com/talosc/talosc/pkg/phase"
 	osprovider "github.com/talosc/talosc/pkg/provider/openstack"
 )
@@ -62,6 +63,9 @@ func (s *scriptLab) networks() (cluster, external string) {
 //	                             subnets, routers, floatingips,
 //	                             security_groups, volumes)
 //	lab images N                 N images in the lab's Glance
+//	lab vms N                    N VMs in the lab's Proxmox
+//	lab isos N                   N volumes on its node pve1's storage "local"
+//	                             (the boot ISO and the cidata ISOs)
 //	lab wait servers N           wait (up to a minute) until N servers are ACTIVE
 //	lab faults error-rate R seed S | lab faults off
 //	                             fail a fraction R of every service's requests
@@ -71,7 +75,7 @@ func (s *scriptLab) networks() (cluster, external string) {
 //	lab real-images N            N active images talosc manages there
 func cmdLab(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) == 0 {
-		ts.Fatalf("usage: lab up|follow|mark|mutations|owned|count|images|wait|faults|real-owned|real-images ...")
+		ts.Fatalf("usage: lab up|follow|mark|mutations|owned|count|images|vms|isos|wait|faults|real-owned|real-images ...")
 	}
 	s, _ := ts.Value(labKey{}).(*scriptLab)
 	switch args[0] {
@@ -102,6 +106,15 @@ func cmdLab(ts *testscript.TestScript, neg bool, args []string) {
 	case "images":
 		images := s.simulated(ts).Inventory().Images
 		want(ts, "images", count(ts, args), len(images), fmt.Sprint(images))
+	case "vms":
+		vms := s.proxmox(ts).VMs()
+		want(ts, "VMs", count(ts, args), len(vms), fmt.Sprint(vms))
+	case "isos":
+		var isos []string
+		for _, v := range s.proxmox(ts).Volumes("pve1", "local") { // the lab's one node and ISO storage
+			isos = append(isos, v.VolID)
+		}
+		want(ts, "ISO volumes", count(ts, args), len(isos), fmt.Sprint(isos))
 	case "wait":
 		if len(args) != 3 || args[1] != "servers" {
 			ts.Fatalf("usage: lab wait servers N")
@@ -122,6 +135,13 @@ func (s *scriptLab) simulated(ts *testscript.TestScript) *openstack.Cloud {
 		ts.Fatalf("this lab simulates no OpenStack (lab up openstack)")
 	}
 	return s.lab.OpenStack
+}
+
+func (s *scriptLab) proxmox(ts *testscript.TestScript) *proxmox.Server {
+	if s.lab.Proxmox == nil {
+		ts.Fatalf("this lab simulates no Proxmox (lab up proxmox)")
+	}
+	return s.lab.Proxmox
 }
 
 // realCount checks "lab real-owned N" and "lab real-images N".

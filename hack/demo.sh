@@ -22,10 +22,8 @@ export TALOSC_KUBELET_REPOSITORY=${factory:+$factory/siderolabs/kubelet}
 export TALOSC_TIME_SCALE=${TALOSC_TIME_SCALE:-0.05}
 run() { echo; echo "\$ $*"; "$@" || echo "(exit $?)"; }
 run bin/kubectl-talosc plan -C "$dir"
-if [ "$provider" = openstack ]; then
-	run bin/kubectl-talosc converge -C "$dir"
-	run bin/kubectl-talosc plan -C "$dir"
-fi
+run bin/kubectl-talosc converge -C "$dir"
+run bin/kubectl-talosc plan -C "$dir"
 run bin/kubectl-talosc status -C "$dir"
 run bin/kubectl-talosc check -C "$dir"
 run bin/kubectl-talosc plugin list -C "$dir"

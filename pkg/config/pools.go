@@ -52,6 +52,20 @@ func (c *Cluster) Hostnames() []Machine {
 	return out
 }
 
+// PoolOf returns the pool named name ("controlplane" or a worker pool)
+// and its cluster.yaml key ("controlplane", "workers.<name>").
+func (c *Cluster) PoolOf(name string) (Pool, string, bool) {
+	if name == RoleControlPlane {
+		return c.ControlPlane, "controlplane", true
+	}
+	for _, p := range c.Workers {
+		if p.Name == name {
+			return p, "workers." + p.Name, true
+		}
+	}
+	return Pool{}, "", false
+}
+
 // pools checks the control-plane and worker pools (§2.3 pools).
 func (v *validator) pools(provider string) {
 	cp := &v.c.ControlPlane

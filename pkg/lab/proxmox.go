@@ -79,7 +79,7 @@ func (b *bridge) release(vmid int) (netip.Addr, bool) {
 // config or else one the bridge's DHCP leases (which the guest agent then
 // reports); stopping or deleting the VM takes the node down.
 func (l *Lab) startProxmox() error {
-	pve, err := proxmox.Start(l.ctx, proxmox.Options{Injector: l.inj, Recorder: l.rec})
+	pve, err := proxmox.Start(l.ctx, proxmox.Options{Injector: l.inj, Recorder: l.rec, DatacenterFirewall: true})
 	if err != nil {
 		return err
 	}

@@ -119,8 +119,10 @@ type Machine struct {
 	Status string `json:"status,omitempty"`
 	// Address is the machine's cluster address when known.
 	Address netip.Addr `json:"address,omitzero"`
-	// Flavor, DiskGB and Zone are what the machine was created with
-	// (OpenStack), compared against the desired pool by ValidateMachines.
+	// Flavor, DiskGB and Zone are what the machine was created with,
+	// compared against the desired pool by ValidateMachines: on OpenStack
+	// the flavor, boot volume size and availability zone; on Proxmox the
+	// disk and, in Zone, the node the VM runs on.
 	Flavor string `json:"flavor,omitempty"`
 	DiskGB int    `json:"diskGB,omitempty"`
 	Zone   string `json:"zone,omitempty"`

@@ -20,27 +20,12 @@ import (
 const KindServer = "openstack:server"
 
 const (
-	// maxConcurrent bounds the Nova requests one fan-out has in flight.
-	maxConcurrent = 10
 	// maxUserData is Nova's limit on user_data, counted after base64.
 	maxUserData = 65535
 )
 
 // managedAny is the tags-any filter matching either managed-by marker.
 const managedAny = TagManagedBy + "," + TagLegacyManagedBy
-
-// poolOf returns the pool of a machine and its cluster.yaml key.
-func poolOf(cluster *config.Cluster, name string) (config.Pool, string, bool) {
-	if name == cluster.ControlPlane.Name || name == config.RoleControlPlane {
-		return cluster.ControlPlane, "controlplane", true
-	}
-	for _, p := range cluster.Workers {
-		if p.Name == name {
-			return p, "workers." + p.Name, true
-		}
-	}
-	return config.Pool{}, "", false
-}
 
 // listFlavors returns the flavors the project may use.
 func (c *Cloud) listFlavors(ctx context.Context) ([]flavors.Flavor, error) {
@@ -84,13 +69,13 @@ func resolveFlavor(list []flavors.Flavor, ref, key string) (flavors.Flavor, erro
 // to existing servers, every one at once. The flavor list is read only
 // when a server's flavor differs from the pool's as written.
 func (c *Cloud) ValidateMachines(ctx context.Context, cluster *config.Cluster, desired []config.Machine, inv *provider.Inventory) error {
-	var r refusals
+	r := provider.Refusals{What: "server(s)"}
 	var flavorList []flavors.Flavor
 	var small []error
 	smallSeen := map[string]bool{}
 	for _, d := range desired {
 		m, exists := inv.Find(d.Hostname)
-		pool, key, ok := poolOf(cluster, d.Pool)
+		pool, key, ok := cluster.PoolOf(d.Pool)
 		if !ok {
 			continue
 		}
@@ -109,47 +94,17 @@ func (c *Cloud) ValidateMachines(ctx context.Context, cluster *config.Cluster, d
 				}
 			}
 			if f, err := resolveFlavor(flavorList, pool.Flavor, key+".flavor"); err != nil || (f.Name != m.Flavor && f.ID != m.Flavor) {
-				r.add(key+".flavor", m.Flavor, pool.Flavor, d.Hostname, "flavors are create-only on OpenStack")
+				r.Add(key+".flavor", m.Flavor, pool.Flavor, d.Hostname, "flavors are create-only on OpenStack")
 			}
 		}
 		if m.DiskGB > 0 && m.DiskGB != pool.Disk {
-			r.add(key+".disk", fmt.Sprint(m.DiskGB), fmt.Sprint(pool.Disk), d.Hostname, "boot volumes are create-only on OpenStack")
+			r.Add(key+".disk", fmt.Sprint(m.DiskGB), fmt.Sprint(pool.Disk), d.Hostname, "boot volumes are create-only on OpenStack")
 		}
 		if az := cluster.OpenStack.AvailabilityZone; az != "" && m.Zone != "" && m.Zone != az {
-			r.add("openstack.availability_zone", m.Zone, az, d.Hostname, "availability zones are create-only on OpenStack")
+			r.Add("openstack.availability_zone", m.Zone, az, d.Hostname, "availability zones are create-only on OpenStack")
 		}
 	}
-	return errors.Join(append(small, r.err())...)
-}
-
-// refusals groups unsupported changes by key and values, machines in
-// order.
-type refusals struct {
-	list []*refusal
-}
-
-type refusal struct {
-	key, from, to, why string
-	hosts              []string
-}
-
-func (r *refusals) add(key, from, to, host, why string) {
-	for _, x := range r.list {
-		if x.key == key && x.from == from && x.to == to {
-			x.hosts = append(x.hosts, host)
-			return
-		}
-	}
-	r.list = append(r.list, &refusal{key: key, from: from, to: to, why: why, hosts: []string{host}})
-}
-
-func (r *refusals) err() error {
-	errs := make([]error, len(r.list))
-	for i, x := range r.list {
-		errs[i] = fmt.Errorf("%s changed from %s to %s for existing server(s) %s; %s: revert %s or recreate those machines",
-			x.key, x.from, x.to, strings.Join(x.hosts, ", "), x.why, x.key)
-	}
-	return errors.Join(errs...)
+	return errors.Join(append(small, r.Err())...)
 }
 
 // serverJob is one server to create, checked.
@@ -160,7 +115,7 @@ type serverJob struct {
 	userData string
 }
 
-// CreateMachines creates the servers (at most maxConcurrent requests at a
+// CreateMachines creates the servers (at most provider.MaxConcurrent requests at a
 // time), then waits for all of them to be ACTIVE within Options.Wait. It
 // returns the machines that booted and every failure, joined.
 func (c *Cloud) CreateMachines(ctx context.Context, cluster *config.Cluster, specs []provider.MachineSpec, plan *provider.Plan) ([]provider.Machine, error) {
@@ -172,7 +127,7 @@ func (c *Cloud) CreateMachines(ctx context.Context, cluster *config.Cluster, spe
 		return nil, err
 	}
 	ids := make([]string, len(jobs))
-	errs := fanOut(ctx, len(jobs), func(ctx context.Context, i int) error {
+	errs := provider.FanOut(ctx, len(jobs), func(ctx context.Context, i int) error {
 		j := jobs[i]
 		change := state.Change{
 			Action: "create", Kind: KindServer, Name: j.spec.Machine.Hostname,
@@ -225,7 +180,7 @@ func (c *Cloud) serverJobs(ctx context.Context, cluster *config.Cluster, specs [
 	var errs []error
 	for i, s := range specs {
 		host := s.Machine.Hostname
-		pool, key, ok := poolOf(cluster, s.Machine.Pool)
+		pool, key, ok := cluster.PoolOf(s.Machine.Pool)
 		if !ok {
 			errs = append(errs, fmt.Errorf("server %s: pool %q is not in cluster.yaml", host, s.Machine.Pool))
 			continue
@@ -303,12 +258,12 @@ func serverBooted(s *servers.Server) (bool, error) {
 // (Nova answers 404 for it).
 func serverGone(s *servers.Server) (bool, error) { return s == nil, nil }
 
-// DestroyMachines deletes the inventory's servers (at most maxConcurrent
+// DestroyMachines deletes the inventory's servers (at most provider.MaxConcurrent
 // requests at a time) and waits until every one is gone.
 func (c *Cloud) DestroyMachines(ctx context.Context, cluster *config.Cluster, inv *provider.Inventory, plan *provider.Plan) error {
 	var mu sync.Mutex
 	deleted := map[string]string{}
-	errs := fanOut(ctx, len(inv.Machines), func(ctx context.Context, i int) error {
+	errs := provider.FanOut(ctx, len(inv.Machines), func(ctx context.Context, i int) error {
 		m := inv.Machines[i]
 		change := state.Change{Action: "delete", Kind: KindServer, Name: m.Hostname, Detail: "server " + m.ID + " and its boot volume"}
 		return plan.Do(ctx, change, func(ctx context.Context) error {
@@ -327,27 +282,6 @@ func (c *Cloud) DestroyMachines(ctx context.Context, cluster *config.Cluster, in
 	}
 	_, werr := c.waitServers(ctx, cluster.Name, deleted, "gone", serverGone)
 	return errors.Join(append(errs, werr)...)
-}
-
-// fanOut runs fn for 0..n-1, at most maxConcurrent at a time, and returns
-// each one's error.
-func fanOut(ctx context.Context, n int, fn func(ctx context.Context, i int) error) []error {
-	errs := make([]error, n)
-	sem := make(chan struct{}, maxConcurrent)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			select {
-			case sem <- struct{}{}:
-				defer func() { <-sem }()
-				errs[i] = fn(ctx, i)
-			case <-ctx.Done():
-				errs[i] = ctx.Err()
-			}
-		})
-	}
-	wg.Wait()
-	return errs
 }
 
 // ReconcileMachines has nothing to do on OpenStack: servers are

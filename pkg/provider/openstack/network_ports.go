@@ -12,6 +12,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 
 	"github.com/talosc/talosc/pkg/config"
+	"github.com/talosc/talosc/pkg/provider"
 	"github.com/talosc/talosc/pkg/state"
 )
 
@@ -49,7 +50,7 @@ func (r *netReconciler) machinePorts(ctx context.Context) error {
 		}
 		wants[i] = portWant{name: m.Hostname, tags: machineTags(m, r.inv.names.cluster), detail: "pair " + vip, pair: true, vip: r.inv.vipFor(m)}
 	}
-	return errors.Join(fanOut(ctx, len(wants), func(ctx context.Context, i int) error { return r.port(ctx, wants[i]) })...)
+	return errors.Join(provider.FanOut(ctx, len(wants), func(ctx context.Context, i int) error { return r.port(ctx, wants[i]) })...)
 }
 
 // port creates w on the cluster subnet with the cluster group, or puts an

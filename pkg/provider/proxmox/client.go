@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -70,9 +71,13 @@ func (o Options) withDefaults() Options {
 
 // Cloud is a Proxmox VE API session. It is safe for concurrent use.
 type Cloud struct {
-	opts   Options
-	url    string
-	client *goproxmox.Client
+	opts Options
+	url  string
+	// cluster is the configuration the Cloud was opened for.
+	cluster *config.Cluster
+	client  *goproxmox.Client
+	// pre caches Preflight's Environment (preflight.go).
+	pre preflightCache
 }
 
 var _ provider.Cloud = (*Cloud)(nil)
@@ -88,12 +93,12 @@ func Connect(ctx context.Context, cfg *config.Cluster, o Options) (*Cloud, error
 		return nil, errors.New("proxmox: proxmox.token_id and proxmox.token_secret must be set (normally in secrets.yaml)")
 	}
 	o = o.withDefaults()
-	hc, err := httpClient(px.TLSVerify, o.RequestTimeout)
+	hc, err := httpClient(px.TLSVerify, cfg.Dir, o.RequestTimeout)
 	if err != nil {
 		return nil, err
 	}
 	base := strings.TrimSuffix(strings.TrimSuffix(px.URL, "/"), "/api2/json") + "/api2/json"
-	c := &Cloud{opts: o, url: px.URL, client: goproxmox.NewClient(base,
+	c := &Cloud{opts: o, url: px.URL, cluster: cfg, client: goproxmox.NewClient(base,
 		goproxmox.WithHTTPClient(hc),
 		goproxmox.WithAPIToken(string(px.TokenID), string(px.TokenSecret)),
 		goproxmox.WithUserAgent("talosc"),
@@ -107,14 +112,19 @@ func Connect(ctx context.Context, cfg *config.Cluster, o Options) (*Cloud, error
 }
 
 // httpClient verifies the API certificate as tls_verify says: the system
-// roots (true), nothing (false) or a CA bundle file.
-func httpClient(v config.TLSVerify, timeout time.Duration) (*http.Client, error) {
+// roots (true), nothing (false) or a CA bundle file (relative to the
+// cluster directory dir).
+func httpClient(v config.TLSVerify, dir string, timeout time.Duration) (*http.Client, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone() //nolint:forcetypeassert // the stdlib's default transport
 	switch {
 	case v.Insecure:
 		tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // tls_verify: false, the user's choice
 	case v.CABundle != "":
-		pem, err := os.ReadFile(v.CABundle)
+		path := v.CABundle
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(dir, path)
+		}
+		pem, err := os.ReadFile(path)
 		if err != nil {
 			return nil, fmt.Errorf("proxmox.tls_verify: read the CA bundle: %w", err)
 		}

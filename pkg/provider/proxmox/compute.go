@@ -1,0 +1,290 @@
+package proxmox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/google/uuid"
+	goproxmox "github.com/luthermonson/go-proxmox"
+
+	"github.com/talosc/talosc/pkg/config"
+	"github.com/talosc/talosc/pkg/provider"
+	"github.com/talosc/talosc/pkg/state"
+	"github.com/talosc/talosc/pkg/talos/machineconfig"
+)
+
+// Plan kinds of the compute half.
+const (
+	// KindVM is a machine's VM.
+	KindVM = "proxmox:vm"
+	// KindPool is the cluster's resource pool.
+	KindPool = "proxmox:pool"
+	// KindCidata is a machine's NoCloud ISO once its VM has booted.
+	KindCidata = "proxmox:cidata"
+)
+
+// clusterBridge is the bridge of the cluster NIC: proxmox.network.cluster
+// bridge, vnet or the managed SDN VNet.
+func clusterBridge(cluster *config.Cluster) string {
+	n := cluster.Proxmox.Network.Cluster
+	switch {
+	case n.Bridge != "":
+		return n.Bridge
+	case n.VNet != "":
+		return n.VNet
+	case n.SDN != nil:
+		return n.SDN.Name
+	}
+	return ""
+}
+
+// vmJob is one VM to create, placed.
+type vmJob struct {
+	spec provider.MachineSpec
+	pool config.Pool
+	node string
+}
+
+// CreateMachines ensures the pool, places the machines (spread) and then,
+// in three stages of at most provider.MaxConcurrent VMs at a time (so a plan always
+// reads the same), creates each VM with its cidata ISO, configures its
+// firewall and starts it. It returns the machines it created and every
+// failure, joined.
+func (c *Cloud) CreateMachines(ctx context.Context, cluster *config.Cluster, specs []provider.MachineSpec, plan *provider.Plan) ([]provider.Machine, error) {
+	if len(specs) == 0 {
+		return nil, nil
+	}
+	jobs, err := c.placeJobs(ctx, cluster, specs, plan)
+	if err != nil {
+		return nil, err
+	}
+	vms := make([]vmTarget, len(jobs))
+	var alloc sync.Mutex
+	errs := provider.FanOut(ctx, len(jobs), func(ctx context.Context, i int) error {
+		j := jobs[i]
+		vms[i] = vmTarget{host: j.spec.Machine.Hostname, node: j.node}
+		change := state.Change{
+			Action: state.ActionCreate, Kind: KindVM, Name: vms[i].host,
+			Detail: fmt.Sprintf("node %s, %d cores, %d GB, %d GB", j.node, j.pool.Cores, j.pool.Memory, j.pool.Disk),
+		}
+		return plan.Do(ctx, change, func(ctx context.Context) error {
+			var err error
+			vms[i].vmid, err = c.createVM(ctx, cluster, j, &alloc)
+			return err
+		})
+	})
+	stage(ctx, errs, func(ctx context.Context, i int) error {
+		if err := c.reconcileFirewall(ctx, cluster, vms[i], true, plan); err != nil {
+			return fmt.Errorf("VM %s: %w", vms[i].host, err)
+		}
+		return nil
+	})
+	stage(ctx, errs, func(ctx context.Context, i int) error { return c.startVM(ctx, vms[i], "start the new VM", plan) })
+	var created []provider.Machine
+	for i, j := range jobs {
+		if errs[i] != nil {
+			continue
+		}
+		m := j.spec.Machine
+		out := provider.Machine{
+			Hostname: m.Hostname, Role: m.Role, Pool: m.Pool, Status: "running", Zone: j.node, DiskGB: j.pool.Disk,
+			Address: j.spec.Attachment.Address,
+		}
+		if vms[i].vmid > 0 {
+			out.ID = strconv.Itoa(vms[i].vmid)
+		}
+		created = append(created, out)
+	}
+	return created, errors.Join(errs...)
+}
+
+// stage runs fn (through fanOut) for every index whose errs entry is
+// still nil, recording its error there.
+func stage(ctx context.Context, errs []error, fn func(ctx context.Context, i int) error) {
+	var todo []int
+	for i, err := range errs {
+		if err == nil {
+			todo = append(todo, i)
+		}
+	}
+	for k, err := range provider.FanOut(ctx, len(todo), func(ctx context.Context, k int) error { return fn(ctx, todo[k]) }) {
+		errs[todo[k]] = err
+	}
+}
+
+// placeJobs checks the specs, ensures the pool (through plan) and places
+// every machine, in hostname order, on the compute nodes.
+func (c *Cloud) placeJobs(ctx context.Context, cluster *config.Cluster, specs []provider.MachineSpec, plan *provider.Plan) ([]vmJob, error) {
+	env, err := c.Preflight(ctx, cluster)
+	if err != nil {
+		return nil, err
+	}
+	pool, err := c.ownedPool(ctx, cluster.Name)
+	if err != nil {
+		return nil, err
+	}
+	var cpNodes []string
+	if pool != nil {
+		owned, err := ownedMembers(pool, cluster.Name)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range owned {
+			if machineOf(r, cluster).Role == config.RoleControlPlane {
+				cpNodes = append(cpNodes, r.Node)
+			}
+		}
+	}
+	place := newPlacement(env.Nodes, cpNodes)
+	order := make([]int, len(specs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(specs[a].Machine.Hostname, specs[b].Machine.Hostname) })
+	jobs := make([]vmJob, len(specs))
+	var errs []error
+	for _, i := range order {
+		s := specs[i]
+		p, key, ok := cluster.PoolOf(s.Machine.Pool)
+		if !ok {
+			errs = append(errs, fmt.Errorf("VM %s: pool %q is not in cluster.yaml", s.Machine.Hostname, s.Machine.Pool))
+			continue
+		}
+		node, err := place.place(s.Machine, p, key)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		jobs[i] = vmJob{spec: s, pool: p, node: node}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if pool == nil {
+		id := PoolID(cluster.Name)
+		change := state.Change{Action: state.ActionCreate, Kind: KindPool, Name: id, Detail: "comment " + PoolComment(cluster.Name)}
+		if err := plan.Do(ctx, change, func(ctx context.Context) error {
+			err := c.client.Post(ctx, "/pools", map[string]string{"poolid": id, "comment": PoolComment(cluster.Name)}, nil)
+			if err != nil {
+				return fmt.Errorf("create the Proxmox pool (needs Pool.Allocate on /): %w", err)
+			}
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+	}
+	return jobs, nil
+}
+
+// vmConfig is the POST nodes/<node>/qemu body of a machine (reference
+// §5.3). NICs carry no mtu= so they inherit the bridge MTU.
+func vmConfig(cluster *config.Cluster, j vmJob, vmid int) map[string]any {
+	m, px, host := j.spec.Machine, cluster.Proxmox, j.spec.Machine.Hostname
+	conf := map[string]any{
+		"vmid":        vmid,
+		"name":        host,
+		"pool":        PoolID(cluster.Name),
+		"description": PoolComment(cluster.Name),
+		"tags":        VMTags(m, cluster.Name),
+		"cores":       j.pool.Cores,
+		"memory":      strconv.Itoa(j.pool.Memory * 1024),
+		"cpu":         "host",
+		"ostype":      "l26",
+		"machine":     "q35",
+		"bios":        "ovmf",
+		"efidisk0":    px.Storage + ":1,efitype=4m,pre-enrolled-keys=0",
+		"scsihw":      "virtio-scsi-single",
+		"scsi0":       fmt.Sprintf("%s:%d", px.Storage, j.pool.Disk),
+		"ide2":        j.spec.Image.ID + ",media=cdrom",
+		"ide3":        cidataVolID(cluster, host) + ",media=cdrom",
+		"net0":        nic(machineconfig.MAC(cluster.Name, host, 0), clusterBridge(cluster), cluster.Network.Cluster.VLAN),
+		"agent":       "enabled=1",
+		"onboot":      1,
+		"boot":        "order=scsi0;ide2",
+		"smbios1":     "uuid=" + uuid.NewSHA1(uuid.NameSpaceDNS, []byte("taloscluster:"+cluster.Name+":"+host)).String(),
+	}
+	if ext, extNet := px.Network.External, cluster.Network.External; ext != nil && extNet != nil {
+		conf["net1"] = nic(machineconfig.MAC(cluster.Name, host, 1), ext.Bridge, extNet.VLAN)
+	}
+	return conf
+}
+
+// nic is a virtio NIC with the Proxmox firewall on.
+func nic(mac, bridge string, vlan int) string {
+	s := "virtio=" + mac + ",bridge=" + bridge + ",firewall=1"
+	if vlan > 0 {
+		s += ",tag=" + strconv.Itoa(vlan)
+	}
+	return s
+}
+
+// createVM uploads the machine's cidata ISO, allocates a VMID and creates
+// the VM, waiting for the task; the ISO is removed again when the create
+// fails. alloc serialises VMID allocation with the create request, which
+// reserves the VMID, so concurrent creates never pick the same one.
+func (c *Cloud) createVM(ctx context.Context, cluster *config.Cluster, j vmJob, alloc *sync.Mutex) (int, error) {
+	if j.spec.Image.ID == "" {
+		return 0, errors.New("no boot ISO volume: the image phase did not provide one")
+	}
+	host := j.spec.Machine.Hostname
+	if err := c.uploadCidata(ctx, cluster, j.node, host, j.spec.Config); err != nil {
+		return 0, err
+	}
+	vmid, err := c.postVM(ctx, cluster, j, alloc)
+	if err != nil {
+		if derr := c.deleteCidata(ctx, cluster, j.node, host); derr != nil {
+			err = errors.Join(err, fmt.Errorf("remove the cidata ISO again: %w", derr))
+		}
+		return 0, err
+	}
+	return vmid, nil
+}
+
+// postVM allocates a VMID and creates the VM on its node.
+func (c *Cloud) postVM(ctx context.Context, cluster *config.Cluster, j vmJob, alloc *sync.Mutex) (int, error) {
+	alloc.Lock()
+	var next json.Number
+	if err := c.client.Get(ctx, "/cluster/nextid", &next); err != nil {
+		alloc.Unlock()
+		return 0, fmt.Errorf("allocate a VMID (cluster/nextid): %w", err)
+	}
+	vmid, err := strconv.Atoi(next.String())
+	if err != nil {
+		alloc.Unlock()
+		return 0, fmt.Errorf("allocate a VMID: cluster/nextid answered %q", next)
+	}
+	var upid goproxmox.UPID
+	err = c.client.Post(ctx, "/nodes/"+j.node+"/qemu", vmConfig(cluster, j, vmid), &upid)
+	alloc.Unlock()
+	if err != nil {
+		return 0, fmt.Errorf("create VM %d on %s: %w", vmid, j.node, err)
+	}
+	if err := c.wait(ctx, fmt.Sprintf("create VM %d on %s", vmid, j.node), goproxmox.NewTask(upid, c.client)); err != nil {
+		return 0, err
+	}
+	return vmid, nil
+}
+
+// startVM starts a VM (through plan) and waits for the task.
+func (c *Cloud) startVM(ctx context.Context, vm vmTarget, why string, plan *provider.Plan) error {
+	change := state.Change{Action: state.ActionUpdate, Kind: KindVM, Name: vm.host, Detail: why}
+	return plan.Do(ctx, change, func(ctx context.Context) error {
+		return c.power(ctx, vm, "start")
+	})
+}
+
+// power runs a VM power task (start, stop) and waits for it.
+func (c *Cloud) power(ctx context.Context, vm vmTarget, op string) error {
+	what := fmt.Sprintf("%s VM %d on %s", op, vm.vmid, vm.node)
+	var upid goproxmox.UPID
+	if err := c.client.Post(ctx, vmPath(vm.node, vm.vmid)+"/status/"+op, nil, &upid); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return c.wait(ctx, what, goproxmox.NewTask(upid, c.client))
+}

@@ -1,0 +1,189 @@
+package proxmox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	goproxmox "github.com/luthermonson/go-proxmox"
+
+	"github.com/talosc/talosc/pkg/config"
+	"github.com/talosc/talosc/pkg/provider"
+	"github.com/talosc/talosc/pkg/state"
+)
+
+// targets are the inventory's machines as VMs to work on.
+func targets(inv *provider.Inventory) ([]vmTarget, error) {
+	out := make([]vmTarget, len(inv.Machines))
+	var errs []error
+	for i, m := range inv.Machines {
+		node, vmid, err := vmRef(m)
+		errs = append(errs, err)
+		out[i] = vmTarget{host: m.Hostname, node: node, vmid: vmid}
+	}
+	return out, errors.Join(errs...)
+}
+
+// ReconcileMachines keeps each owned VM's firewall, then starts the
+// stopped VMs (through plan), at most provider.MaxConcurrent VMs at a time.
+func (c *Cloud) ReconcileMachines(ctx context.Context, cluster *config.Cluster, inv *provider.Inventory, plan *provider.Plan) error {
+	vms, err := targets(inv)
+	if err != nil {
+		return err
+	}
+	errs := provider.FanOut(ctx, len(vms), func(ctx context.Context, i int) error {
+		if err := c.reconcileFirewall(ctx, cluster, vms[i], false, plan); err != nil {
+			return fmt.Errorf("VM %s: %w", vms[i].host, err)
+		}
+		return nil
+	})
+	stage(ctx, errs, func(ctx context.Context, i int) error {
+		if inv.Machines[i].Status != "stopped" {
+			return nil
+		}
+		return c.startVM(ctx, vms[i], "start the stopped VM", plan)
+	})
+	return errors.Join(errs...)
+}
+
+// FinalizeMachines detaches (ide3) and deletes the cidata ISO of every
+// owned VM that still has one, with one storage listing per node.
+func (c *Cloud) FinalizeMachines(ctx context.Context, cluster *config.Cluster, inv *provider.Inventory, plan *provider.Plan) error {
+	vms, err := targets(inv)
+	if err != nil {
+		return err
+	}
+	var nodes []string
+	for _, vm := range vms {
+		if !slices.Contains(nodes, vm.node) {
+			nodes = append(nodes, vm.node)
+		}
+	}
+	isos := make([][]string, len(nodes))
+	errs := provider.FanOut(ctx, len(nodes), func(ctx context.Context, i int) error {
+		var err error
+		isos[i], err = c.listISOs(ctx, cluster, nodes[i])
+		return err
+	})
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	errs = provider.FanOut(ctx, len(vms), func(ctx context.Context, i int) error {
+		vm := vms[i]
+		conf, err := c.readConfig(ctx, vm.host, vm.node, vm.vmid)
+		if err != nil {
+			return err
+		}
+		volid := cidataVolID(cluster, vm.host)
+		attached := strings.HasPrefix(conf["ide3"], volid)
+		stored := slices.Contains(isos[slices.Index(nodes, vm.node)], volid)
+		if !attached && !stored {
+			return nil
+		}
+		detail := "delete " + volid
+		if attached {
+			detail = "detach ide3 and " + detail
+		}
+		change := state.Change{Action: state.ActionDelete, Kind: KindCidata, Name: vm.host, Detail: detail}
+		return plan.Do(ctx, change, func(ctx context.Context) error {
+			if attached {
+				if err := c.client.Put(ctx, vmPath(vm.node, vm.vmid)+"/config", map[string]string{"delete": "ide3"}, nil); err != nil {
+					return fmt.Errorf("detach ide3 of VM %d: %w", vm.vmid, err)
+				}
+			}
+			return c.deleteCidata(ctx, cluster, vm.node, vm.host)
+		})
+	})
+	return errors.Join(errs...)
+}
+
+// listISOs lists the ISO volumes of cidata_storage on node.
+func (c *Cloud) listISOs(ctx context.Context, cluster *config.Cluster, node string) ([]string, error) {
+	st := cidataStorage(cluster)
+	var list []struct {
+		VolID string `json:"volid"`
+	}
+	if err := c.client.Get(ctx, fmt.Sprintf("/nodes/%s/storage/%s/content?content=iso", url.PathEscape(node), url.PathEscape(st)), &list); err != nil {
+		return nil, fmt.Errorf("list the ISOs of %s on %s (proxmox.cidata_storage): %w", st, node, err)
+	}
+	out := make([]string, len(list))
+	for i, v := range list {
+		out[i] = v.VolID
+	}
+	return out, nil
+}
+
+// DestroyMachines deletes every owned VM (stopping it first) with its
+// cidata ISO, at most provider.MaxConcurrent at a time, then the pool when nothing
+// else is left in it.
+func (c *Cloud) DestroyMachines(ctx context.Context, cluster *config.Cluster, inv *provider.Inventory, plan *provider.Plan) error {
+	vms, err := targets(inv)
+	if err != nil {
+		return err
+	}
+	errs := provider.FanOut(ctx, len(vms), func(ctx context.Context, i int) error {
+		vm := vms[i]
+		change := state.Change{Action: state.ActionDelete, Kind: KindVM, Name: vm.host, Detail: fmt.Sprintf("VMID %d on %s, its disks and cidata ISO", vm.vmid, vm.node)}
+		return plan.Do(ctx, change, func(ctx context.Context) error { return c.destroyVM(ctx, cluster, vm) })
+	})
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return c.deletePool(ctx, cluster, vms, plan)
+}
+
+// destroyVM stops the VM if it runs, deletes it and removes its cidata
+// ISO; a VM already gone only loses its ISO.
+func (c *Cloud) destroyVM(ctx context.Context, cluster *config.Cluster, vm vmTarget) error {
+	var status struct {
+		Status string `json:"status"`
+	}
+	err := c.client.Get(ctx, vmPath(vm.node, vm.vmid)+"/status/current", &status)
+	switch {
+	case isMissing(err):
+		return c.deleteCidata(ctx, cluster, vm.node, vm.host)
+	case err != nil:
+		return fmt.Errorf("read the status of VM %d on %s: %w", vm.vmid, vm.node, err)
+	case status.Status == "running":
+		if err := c.power(ctx, vm, "stop"); err != nil {
+			return err
+		}
+	}
+	what := fmt.Sprintf("delete VM %d on %s", vm.vmid, vm.node)
+	var upid goproxmox.UPID
+	if err := c.client.Delete(ctx, vmPath(vm.node, vm.vmid)+"?purge=1", &upid); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if err := c.wait(ctx, what, goproxmox.NewTask(upid, c.client)); err != nil {
+		return err
+	}
+	return c.deleteCidata(ctx, cluster, vm.node, vm.host)
+}
+
+// deletePool deletes the cluster's pool (through plan) once no VM is left
+// in it but the ones deleted (or, in a dry run, planned for deletion);
+// otherwise it keeps the pool and says why.
+func (c *Cloud) deletePool(ctx context.Context, cluster *config.Cluster, deleted []vmTarget, plan *provider.Plan) error {
+	p, err := c.ownedPool(ctx, cluster.Name)
+	if err != nil || p == nil {
+		return err
+	}
+	var left []string
+	for _, m := range p.Members {
+		if !plan.DryRun || !slices.ContainsFunc(deleted, func(vm vmTarget) bool { return vm.vmid == m.VMID }) {
+			left = append(left, strconv.Itoa(m.VMID))
+		}
+	}
+	if len(left) > 0 {
+		c.opts.Logf("proxmox: keeping pool %s: it still holds VM(s) %s", p.PoolID, strings.Join(left, ", "))
+		return nil
+	}
+	change := state.Change{Action: state.ActionDelete, Kind: KindPool, Name: p.PoolID}
+	return plan.Do(ctx, change, func(ctx context.Context) error {
+		return c.client.Delete(ctx, "/pools?poolid="+url.QueryEscape(p.PoolID), nil)
+	})
+}
