@@ -68,7 +68,8 @@ type Options struct {
 	// kube-apiserver with the ArgoCD CRDs (about 4 s and 300 MB more).
 	ArgoCD bool
 	// ClusterCIDR is the cluster network of the directory WriteClusterDir
-	// writes for OpenStack (default 127.16.0.0/24), and ExternalCIDR the
+	// writes (OpenStack default 127.16.0.0/24; on Proxmox the bridge's
+	// subnet, default 127.20.0.0/24, VIP .2), and ExternalCIDR the
 	// lab OpenStack's external network (default 127.202.0.0/24): labs
 	// running side by side in one process need their own.
 	ClusterCIDR, ExternalCIDR string

@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"cmp"
 	"fmt"
 	"net/netip"
 	"sync"
@@ -10,7 +11,8 @@ import (
 	"github.com/talosc/talosc/pkg/lab/talosnode"
 )
 
-// proxmoxBridgeCIDR is the subnet the lab's bridge vmbr0 hands out by DHCP:
+// proxmoxBridgeCIDR is the subnet the lab's bridge vmbr0 hands out by DHCP
+// unless Options.ClusterCIDR names another:
 // every started VM without a static address gets the next free address
 // from .11 up; .2 is left for the API VIP.
 const proxmoxBridgeCIDR = "127.20.0.0/24"
@@ -84,7 +86,11 @@ func (l *Lab) startProxmox() error {
 		return err
 	}
 	l.Proxmox = pve
-	l.bridge = &bridge{prefix: netip.MustParsePrefix(proxmoxBridgeCIDR), addrs: map[int]netip.Prefix{}}
+	prefix, err := netip.ParsePrefix(cmp.Or(l.opts.ClusterCIDR, proxmoxBridgeCIDR))
+	if err != nil {
+		return fmt.Errorf("lab cluster CIDR: %w", err)
+	}
+	l.bridge = &bridge{prefix: prefix, addrs: map[int]netip.Prefix{}}
 	pve.OnEvent(l.onProxmox)
 	l.add(Endpoint{Name: "proxmox", URL: pve.URL}, pve.Close)
 	return nil
@@ -110,6 +116,17 @@ func (l *Lab) onProxmox(ev proxmox.Event) {
 // startVM boots (or powers on) the Talos node of a started VM and reports
 // its address through the guest agent.
 func (l *Lab) startVM(ev proxmox.Event) {
+	// A VM that booted before (its cidata ISO may be gone since) powers its
+	// installed node on again, on the address it had.
+	if addr, ok := l.bridge.address(ev.VMID); ok {
+		if n, ok := l.fleet.Node(addr); ok {
+			n.PowerOn()
+			if err := l.Proxmox.SetGuestAddress(ev.VMID, netip.PrefixFrom(addr, l.bridge.prefix.Bits())); err != nil {
+				l.logf("proxmox: guest agent of VM %d: %v", ev.VMID, err)
+			}
+			return
+		}
+	}
 	_, nc, err := l.Proxmox.CidataISO(ev.VMID)
 	if err != nil || len(nc.UserData()) == 0 {
 		l.logf("proxmox: VM %d (%s) has no cidata user-data; no Talos node boots", ev.VMID, ev.Name)
@@ -174,7 +191,7 @@ proxmox:
 network:
   cluster:
     cidr: %s
-    kubeapi_vip: 127.20.0.2
+    kubeapi_vip: %s
   dns: []
   ntp: [127.0.0.123]
 security:
@@ -182,7 +199,7 @@ security:
     lab: 127.0.0.0/8
   talos:
     lab: 127.0.0.0/8
-`, name, DefaultTalosVersion, l.Proxmox.URL, caFile, proxmoxBridgeCIDR)
+`, name, DefaultTalosVersion, l.Proxmox.URL, caFile, l.bridge.prefix, l.bridge.prefix.Addr().Next().Next())
 	secrets := fmt.Sprintf("proxmox:\n  token_id: %q\n  token_secret: %q\n", proxmox.DefaultTokenID, proxmox.DefaultTokenSecret)
 	return writeFiles(dir, []file{
 		{"cluster.yaml", []byte(cluster)},

@@ -107,6 +107,11 @@ type Networks interface {
 	CurrentNetwork(ctx context.Context, spec NetworkSpec) (*NetworkResult, error)
 	// DestroyNetwork removes every owned network resource (through plan).
 	DestroyNetwork(ctx context.Context, cluster *config.Cluster, plan *Plan) error
+	// ValidateTeardown refuses, before any machine is deleted, a destroy
+	// the network part could not finish (Proxmox: other administrators'
+	// pending SDN changes, a shared controller with pending changes). It
+	// changes nothing.
+	ValidateTeardown(ctx context.Context, cluster *config.Cluster) error
 }
 
 // Machine is one owned machine found in the provider inventory.
@@ -176,10 +181,21 @@ type Compute interface {
 	// plan) and returns them as created.
 	CreateMachines(ctx context.Context, cluster *config.Cluster, specs []MachineSpec, plan *Plan) ([]Machine, error)
 	// ReconcileMachines brings existing owned machines in line with what
-	// the provider manages in place (Proxmox: the per-VM firewall, stopped
-	// VMs started), through plan; it never recreates one. OpenStack has
-	// nothing to do.
+	// the provider manages in place (Proxmox: the per-VM firewall, the
+	// sizing of cores, memory and disk growth, stopped VMs started),
+	// through plan; it never recreates one. OpenStack has nothing to do.
 	ReconcileMachines(ctx context.Context, cluster *config.Cluster, inv *Inventory, plan *Plan) error
+	// PendingRestart lists the owned machines (hostnames, in inventory
+	// order) whose sizing changes take effect only at the next provider
+	// restart (Proxmox: cores/memory pending in the VM config, a disk
+	// grown since the last restart, or a planned change of either).
+	// OpenStack has none. It mutates nothing.
+	PendingRestart(ctx context.Context, cluster *config.Cluster, inv *Inventory) ([]string, error)
+	// RestartMachine restarts machine through the provider so that pending
+	// sizing applies (Proxmox: the reboot API, an ACPI shutdown and a
+	// start, not a guest reboot), through plan, and waits for the restart
+	// task. OpenStack does not support it.
+	RestartMachine(ctx context.Context, cluster *config.Cluster, machine Machine, plan *Plan) error
 	// FinalizeMachines runs once the cluster is healthy (Proxmox: detach
 	// and delete the per-VM cidata ISOs), through plan.
 	FinalizeMachines(ctx context.Context, cluster *config.Cluster, inv *Inventory, plan *Plan) error

@@ -128,10 +128,11 @@ func (r *run) converge(ctx context.Context) error {
 		return err
 	}
 	if r.in.DryRun {
-		if !up {
-			r.plan.Record(state.Change{Action: state.ActionCreate, Kind: "talos:bootstrap", Name: r.desired[0].Hostname, Detail: "etcd on the first control plane"})
-			r.plan.Record(state.Change{Action: state.ActionCreate, Kind: "file", Name: config.KubeconfigFile, Detail: "from the first control plane"})
+		if up {
+			return r.restartPending(ctx, r.inv) // plans the restarts with --reboot
 		}
+		r.plan.Record(state.Change{Action: state.ActionCreate, Kind: "talos:bootstrap", Name: r.desired[0].Hostname, Detail: "etcd on the first control plane"})
+		r.plan.Record(state.Change{Action: state.ActionCreate, Kind: "file", Name: config.KubeconfigFile, Detail: "from the first control plane"})
 		return nil
 	}
 	if !up {
@@ -144,6 +145,9 @@ func (r *run) converge(ctx context.Context) error {
 	}
 	inv, err := r.cloud.Inventory(ctx, r.cfg) // with the machines made by this run
 	if err != nil {
+		return err
+	}
+	if err := r.restartPending(ctx, inv); err != nil {
 		return err
 	}
 	return r.cloud.FinalizeMachines(ctx, r.cfg, inv, r.plan)

@@ -20,6 +20,11 @@ func (Phase) Destroy(ctx context.Context, in *phase.Input, sec *state.Section) e
 	if err != nil {
 		return err
 	}
+	// A network that could not be torn down is refused before any machine
+	// goes (reference §3.3).
+	if err := cloud.ValidateTeardown(ctx, in.Config); err != nil {
+		return err
+	}
 	plan := in.NewPlan()
 	err = cloud.DestroyMachines(ctx, in.Config, inv, plan)
 	sec.Plan = plan.Changes()

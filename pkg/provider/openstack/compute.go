@@ -290,6 +290,18 @@ func (c *Cloud) ReconcileMachines(context.Context, *config.Cluster, *provider.In
 	return nil
 }
 
+// PendingRestart is always empty on OpenStack: servers are never resized
+// in place.
+func (c *Cloud) PendingRestart(context.Context, *config.Cluster, *provider.Inventory) ([]string, error) {
+	return nil, nil
+}
+
+// RestartMachine is not supported on OpenStack: nothing there waits for a
+// restart.
+func (c *Cloud) RestartMachine(_ context.Context, _ *config.Cluster, m provider.Machine, _ *provider.Plan) error {
+	return fmt.Errorf("restart server %s: not supported on OpenStack (sizing changes are refused there, so no server needs one)", m.Hostname)
+}
+
 // FinalizeMachines has nothing to do on OpenStack: the config drive stays
 // with its server.
 func (c *Cloud) FinalizeMachines(context.Context, *config.Cluster, *provider.Inventory, *provider.Plan) error {

@@ -28,8 +28,10 @@ func targets(inv *provider.Inventory) ([]vmTarget, error) {
 	return out, errors.Join(errs...)
 }
 
-// ReconcileMachines keeps each owned VM's firewall, then starts the
-// stopped VMs (through plan), at most provider.MaxConcurrent VMs at a time.
+// ReconcileMachines keeps each owned VM's firewall and sizing (cores and
+// memory pending until the next restart, disk growth), then starts the
+// stopped VMs, which applies their pending sizing (through plan), at most
+// provider.MaxConcurrent VMs at a time.
 func (c *Cloud) ReconcileMachines(ctx context.Context, cluster *config.Cluster, inv *provider.Inventory, plan *provider.Plan) error {
 	vms, err := targets(inv)
 	if err != nil {
@@ -37,6 +39,12 @@ func (c *Cloud) ReconcileMachines(ctx context.Context, cluster *config.Cluster, 
 	}
 	errs := provider.FanOut(ctx, len(vms), func(ctx context.Context, i int) error {
 		if err := c.reconcileFirewall(ctx, cluster, vms[i], false, plan); err != nil {
+			return fmt.Errorf("VM %s: %w", vms[i].host, err)
+		}
+		return nil
+	})
+	stage(ctx, errs, func(ctx context.Context, i int) error {
+		if err := c.reconcileSizing(ctx, cluster, vms[i], inv.Machines[i], plan); err != nil {
 			return fmt.Errorf("VM %s: %w", vms[i].host, err)
 		}
 		return nil

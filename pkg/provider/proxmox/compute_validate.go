@@ -65,9 +65,19 @@ func (c *Cloud) ValidateMachines(ctx context.Context, cluster *config.Cluster, d
 // readConfig reads a VM's config (pending changes applied), values as
 // strings.
 func (c *Cloud) readConfig(ctx context.Context, host, node string, vmid int) (map[string]string, error) {
+	return c.readConfigView(ctx, host, node, vmid, false)
+}
+
+// readConfigView reads a VM's config, values as strings: with current,
+// what the VM runs with (config?current=1, pending changes left out).
+func (c *Cloud) readConfigView(ctx context.Context, host, node string, vmid int, current bool) (map[string]string, error) {
+	path, what := vmPath(node, vmid)+"/config", "config"
+	if current {
+		path, what = path+"?current=1", "running config"
+	}
 	var raw map[string]any
-	if err := c.client.Get(ctx, vmPath(node, vmid)+"/config", &raw); err != nil {
-		return nil, fmt.Errorf("read the config of VM %s (%d on %s): %w", host, vmid, node, err)
+	if err := c.client.Get(ctx, path, &raw); err != nil {
+		return nil, fmt.Errorf("read the %s of VM %s (%d on %s): %w", what, host, vmid, node, err)
 	}
 	conf := make(map[string]string, len(raw))
 	for k, v := range raw {

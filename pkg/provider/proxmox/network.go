@@ -12,24 +12,24 @@ import (
 	"github.com/talosc/talosc/pkg/provider"
 )
 
-// errManagedSDN refuses managed SDN until this build can reconcile it, so
-// nothing half-works.
-var errManagedSDN = errors.New("managed SDN (proxmox.network.cluster.sdn) is not supported by this talosc build yet; use network.cluster.bridge or vnet")
-
 // ReconcileNetwork checks that the cluster bridge or VNet (and the
 // external bridge) exist on every compute node; talosc creates nothing
-// there. It returns the endpoints and the machines' attachments.
-func (c *Cloud) ReconcileNetwork(ctx context.Context, spec provider.NetworkSpec, _ *provider.Plan) (*provider.NetworkResult, error) {
+// there. With managed SDN it reconciles the cluster's EVPN zone, VNet and
+// subnet (through plan, sdn_reconcile.go) and verifies the VNet bridge. It
+// returns the endpoints and the machines' attachments.
+func (c *Cloud) ReconcileNetwork(ctx context.Context, spec provider.NetworkSpec, plan *provider.Plan) (*provider.NetworkResult, error) {
 	cluster := spec.Cluster
-	if cluster.Proxmox.Network.Cluster.SDN != nil {
-		return nil, errManagedSDN
-	}
 	env, err := c.Preflight(ctx, cluster)
 	if err != nil {
 		return nil, err
 	}
 	if err := c.checkBridges(ctx, cluster, env); err != nil {
 		return nil, err
+	}
+	if cluster.Proxmox.Network.Cluster.SDN != nil {
+		if err := c.reconcileSDN(ctx, cluster, env, plan); err != nil {
+			return nil, err
+		}
 	}
 	return networkResult(spec), nil
 }
@@ -40,10 +40,14 @@ func (c *Cloud) CurrentNetwork(_ context.Context, spec provider.NetworkSpec) (*p
 	return networkResult(spec), nil
 }
 
-// DestroyNetwork has nothing to remove: a bridge or VNet is the user's.
-func (c *Cloud) DestroyNetwork(_ context.Context, cluster *config.Cluster, _ *provider.Plan) error {
+// DestroyNetwork has nothing to remove for a bridge or VNet (they are the
+// user's); with managed SDN it removes the cluster's subnet, VNet and zone
+// and applies, never the shared controller (sdn_reconcile.go). Destroy
+// calls it after the VMs are gone; ValidateTeardown runs its guards
+// earlier.
+func (c *Cloud) DestroyNetwork(ctx context.Context, cluster *config.Cluster, plan *provider.Plan) error {
 	if cluster.Proxmox.Network.Cluster.SDN != nil {
-		return errManagedSDN
+		return c.destroySDN(ctx, cluster, plan)
 	}
 	return nil
 }
@@ -88,7 +92,7 @@ func networkResult(spec provider.NetworkSpec) *provider.NetworkResult {
 	px := cluster.Proxmox.Network.Cluster
 	res := &provider.NetworkResult{Network: px.Bridge + px.VNet}
 	if px.SDN != nil {
-		res.Network = px.SDN.Name
+		res.Network, res.Subnet = px.SDN.Name, ownSDN(cluster).subnet
 	}
 	vip := cluster.Network.Cluster.KubeAPIVIP
 	if ext := cluster.Network.External; ext != nil {

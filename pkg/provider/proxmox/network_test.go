@@ -73,12 +73,6 @@ func TestReconcileNetwork_Refusals(t *testing.T) {
 			`proxmox.network.cluster.bridge: bridge "vmbr1" does not exist on node pve2`,
 		},
 		{"missing vnet", labpx.Options{DatacenterFirewall: true}, labCluster{netCluster: "vnet: nope"}, `proxmox.network.cluster.vnet: SDN VNet "nope" does not exist`},
-		{
-			"managed sdn",
-			labpx.Options{DatacenterFirewall: true},
-			labCluster{netCluster: "sdn: {name: labsdn}"},
-			"managed SDN (proxmox.network.cluster.sdn) is not supported by this talosc build yet; use network.cluster.bridge or vnet",
-		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

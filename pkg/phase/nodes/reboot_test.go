@@ -1,0 +1,176 @@
+package nodes_test
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/talosc/talosc/pkg/cli"
+	"github.com/talosc/talosc/pkg/config"
+	"github.com/talosc/talosc/pkg/lab"
+	"github.com/talosc/talosc/pkg/phase"
+	"github.com/talosc/talosc/pkg/phase/bootimage"
+	"github.com/talosc/talosc/pkg/phase/network"
+	"github.com/talosc/talosc/pkg/phase/nodes"
+	"github.com/talosc/talosc/pkg/provider/proxmox"
+	"github.com/talosc/talosc/pkg/state"
+)
+
+// newProxmoxLabDir is a cluster directory on a lab Proxmox VE of one
+// control plane and one worker.
+func newProxmoxLabDir(t *testing.T) *labDir {
+	t.Helper()
+	if os.Getenv("TALOSC_KUBE_APISERVER") == "" {
+		t.Skip("needs TALOSC_KUBE_APISERVER (make kube-apiserver)")
+	}
+	l, err := lab.Start(t.Context(), lab.Options{
+		Provider:    lab.ProviderProxmox,
+		NodesBoot:   100 * time.Millisecond,
+		ClusterCIDR: "127.21.90.0/24", // its own bridge: other Proxmox labs may run beside it
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	d := &labDir{lab: l, dir: t.TempDir(), env: map[string]string{
+		phase.EnvImageFactory: l.Factory.URL,
+		phase.EnvTimeScale:    "0.01",
+	}}
+	if _, err := l.WriteClusterDir(d.dir, "rb"); err != nil {
+		t.Fatal(err)
+	}
+	d.edit(t, "controlplane: {count: 3,", "controlplane: {count: 1,")
+	d.edit(t, "worker: {count: 2,", "worker: {count: 1,")
+	return d
+}
+
+// runReboot is labDir.run with --reboot set as asked.
+func (d *labDir) runReboot(t *testing.T, action string, reboot bool) (state.Section, string, error) {
+	t.Helper()
+	var doc []byte
+	d.lab.Recorder().Reset()
+	for _, p := range []phase.Phase{bootimage.Phase{}, network.Phase{}, nodes.Phase{}} {
+		var stdout, stderr bytes.Buffer
+		o := &phase.Options{
+			Dir:     d.dir,
+			Reboot:  reboot,
+			Streams: cli.Streams{In: bytes.NewReader(doc), Out: &stdout, ErrOut: &stderr},
+			Load:    config.Load,
+			LookupEnv: func(k string) (string, bool) {
+				v, ok := d.env[k]
+				return v, ok
+			},
+		}
+		err := o.Run(t.Context(), p, action)
+		if p.Name() != phase.Nodes && err != nil {
+			return state.Section{}, stderr.String(), fmt.Errorf("tc-%s %s: %w", p.Name(), action, err)
+		}
+		doc = stdout.Bytes()
+		if p.Name() != phase.Nodes {
+			continue
+		}
+		parsed, perr := state.Parse(doc)
+		if perr != nil {
+			t.Fatalf("tc-nodes %s wrote no document: %v (run error %v)\n%s", action, perr, err, stderr.String())
+		}
+		sec, ok, serr := parsed.Section(phase.Nodes)
+		if serr != nil || !ok {
+			t.Fatalf("tc-nodes %s: no nodes section (%v)", action, serr)
+		}
+		return sec, stderr.String(), err
+	}
+	panic("unreachable")
+}
+
+// vmChanges are the proxmox:vm changes of a section, summarised.
+func vmChanges(sec state.Section) []string {
+	var out []string
+	for _, c := range sec.Plan {
+		if c.Kind == proxmox.KindVM {
+			out = append(out, fmt.Sprintf("%s %s (%s)", c.Action, c.Name, c.Detail))
+		}
+	}
+	return out
+}
+
+// TestSizingDriftThenReboot: growing both pools updates the VMs in place
+// and warns that they need a restart; plan --reboot lists the restarts,
+// control plane first; converge --reboot restarts the control plane, waits
+// for it to be healthy, then the worker, and nothing is pending after.
+func TestSizingDriftThenReboot(t *testing.T) {
+	d := newProxmoxLabDir(t)
+	if _, stderr, err := d.runReboot(t, phase.ActionConverge, false); err != nil {
+		t.Fatalf("first converge: %v\n%s", err, stderr)
+	}
+	d.edit(t, "controlplane: {count: 1, cores: 2,", "controlplane: {count: 1, cores: 4,")
+	d.edit(t, "worker: {count: 1, cores: 2, memory: 4, disk: 20}", "worker: {count: 1, cores: 2, memory: 8, disk: 30}")
+
+	sec, stderr, err := d.runReboot(t, phase.ActionPlan, true)
+	if err != nil {
+		t.Fatalf("plan --reboot: %v\n%s", err, stderr)
+	}
+	sizing := []string{
+		"update rb-controlplane-01 (cores 2 -> 4 (at next restart))",
+		"update rb-worker-01 (memory 4 GB -> 8 GB (at next restart), disk 20 -> 30 GB (at next restart))",
+	}
+	cpRestart := "update rb-controlplane-01 (restart to apply pending sizing)"
+	workerRestart := "update rb-worker-01 (restart to apply pending sizing)"
+	// provider.Plan.Changes sorts each run of one action and kind by name.
+	if got, want := vmChanges(sec), []string{sizing[0], cpRestart, sizing[1], workerRestart}; !slices.Equal(got, want) {
+		t.Errorf("plan --reboot changes\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if strings.Contains(stderr, "need a restart") {
+		t.Errorf("plan --reboot warns:\n%s", stderr)
+	}
+
+	sec, stderr, err = d.runReboot(t, phase.ActionConverge, false)
+	if err != nil {
+		t.Fatalf("converge: %v\n%s", err, stderr)
+	}
+	if got := vmChanges(sec); !slices.Equal(got, sizing) {
+		t.Errorf("converge changes %v, want %v", got, sizing)
+	}
+	if w := "2 node(s) need a restart to pick up their new sizing: rb-controlplane-01, rb-worker-01 -- rerun with converge --reboot"; !strings.Contains(stderr, w) {
+		t.Errorf("no restart warning %q:\n%s", w, stderr)
+	}
+	for _, c := range d.lab.Recorder().Mutations() {
+		if strings.Contains(c.Path, "/status/") {
+			t.Errorf("converge without --reboot made %s %s", c.Method, c.Path)
+		}
+	}
+
+	sec, stderr, err = d.runReboot(t, phase.ActionPlan, false)
+	if err != nil || len(vmChanges(sec)) != 0 || !strings.Contains(stderr, "2 node(s) need a restart") {
+		t.Errorf("plan after converge: %v, changes %v\n%s", err, vmChanges(sec), stderr)
+	}
+
+	sec, stderr, err = d.runReboot(t, phase.ActionConverge, true)
+	if err != nil {
+		t.Fatalf("converge --reboot: %v\n%s", err, stderr)
+	}
+	if got := vmChanges(sec); !slices.Equal(got, []string{cpRestart, workerRestart}) {
+		t.Errorf("converge --reboot changes %v, want the control plane's restart, then the worker's", got)
+	}
+	var reboots []string
+	for _, c := range d.lab.Recorder().Mutations() {
+		if strings.HasSuffix(c.Path, "/status/reboot") {
+			reboots = append(reboots, c.Path)
+		}
+	}
+	if len(reboots) != 2 {
+		t.Errorf("reboot calls %v, want 2, one per node", reboots)
+	}
+	for _, vm := range d.lab.Proxmox.VMs() {
+		if len(vm.Pending) != 0 || strings.Contains(vm.Config["tags"], proxmox.TagPendingResize) {
+			t.Errorf("%s after the rollout: pending %v, tags %q", vm.Name, vm.Pending, vm.Config["tags"])
+		}
+	}
+	sec, stderr, err = d.runReboot(t, phase.ActionPlan, true)
+	if err != nil || len(vmChanges(sec)) != 0 || strings.Contains(stderr, "need a restart") {
+		t.Errorf("plan --reboot after the rollout: %v, changes %v\n%s", err, vmChanges(sec), stderr)
+	}
+}

@@ -1,0 +1,352 @@
+package proxmox
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	goproxmox "github.com/luthermonson/go-proxmox"
+
+	"github.com/talosc/talosc/pkg/config"
+	"github.com/talosc/talosc/pkg/provider"
+	"github.com/talosc/talosc/pkg/state"
+)
+
+// sdnBridgeWait bounds the wait for the VNet bridge after an apply
+// (reference §5.3: 60 s).
+const sdnBridgeWait = 60 * time.Second
+
+// clusterNode is a node as cluster/status lists it.
+type clusterNode struct {
+	Type   string `json:"type"`
+	Name   string `json:"name"`
+	IP     string `json:"ip"`
+	Online int    `json:"online"`
+}
+
+func (c *Cloud) clusterNodes(ctx context.Context) ([]clusterNode, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.opts.RequestTimeout)
+	defer cancel()
+	var all []clusterNode
+	if err := c.client.Get(ctx, "/cluster/status", &all); err != nil {
+		return nil, fmt.Errorf("proxmox: read the cluster status (cluster/status): %w", err)
+	}
+	return slices.DeleteFunc(all, func(n clusterNode) bool { return n.Type != "node" }), nil
+}
+
+// reconcileSDN makes the cluster's managed EVPN zone, VNet and subnet
+// (and the controller when missing) match cluster.yaml, through plan, and
+// applies the SDN config only when something was staged or left staged by
+// an earlier run. It refuses, before any mutation, other administrators'
+// pending changes, VNI collisions and objects it may not adopt.
+func (c *Cloud) reconcileSDN(ctx context.Context, cluster *config.Cluster, env *Environment, plan *provider.Plan) error {
+	s := cluster.Proxmox.Network.Cluster.SDN
+	own := ownSDN(cluster)
+	v, err := c.readSDN(ctx)
+	if err != nil {
+		return err
+	}
+	resumable, err := pendingCheck(v, own, false)
+	if err != nil {
+		return err
+	}
+	if err := checkAdoption(v, own, cluster); err != nil {
+		return err
+	}
+	nodes, err := c.clusterNodes(ctx)
+	if err != nil {
+		return err
+	}
+	zone, err := desiredZone(cluster, v, nodes, env, c.opts.Logf)
+	if err != nil {
+		return err
+	}
+	staged := false
+	do := func(ch state.Change, fn func(context.Context) error) error {
+		staged = true
+		return plan.Do(ctx, ch, func(ctx context.Context) error {
+			ctx, cancel := context.WithTimeout(ctx, c.opts.RequestTimeout)
+			defer cancel()
+			return fn(ctx)
+		})
+	}
+	// The controller: created when missing, otherwise used as it is.
+	switch ctl := v.controllers[own.controller]; {
+	case !ctl.exists():
+		var peers []string
+		for _, n := range nodes {
+			if n.IP != "" {
+				peers = append(peers, n.IP)
+			}
+		}
+		body := map[string]any{"controller": own.controller, "type": "evpn", "asn": s.ASN, "peers": strings.Join(peers, ",")}
+		if err := do(state.Change{Action: state.ActionCreate, Kind: KindSDNController, Name: own.controller, Detail: fmt.Sprintf("asn %d, peers %s", s.ASN, body["peers"])},
+			func(ctx context.Context) error { return c.client.Post(ctx, "/cluster/sdn/controllers", body, nil) }); err != nil {
+			return err
+		}
+	case ctl.eff["type"] != "evpn":
+		return fmt.Errorf("proxmox.network.cluster.sdn.controller: controller %s is a %s controller, not EVPN; pick an EVPN controller", own.controller, ctl.eff["type"])
+	case ctl.eff["asn"] != strconv.FormatInt(s.ASN, 10):
+		c.opts.Logf("warning: SDN controller %s has ASN %s, not proxmox.network.cluster.sdn.asn %d; it is shared and used as it is", own.controller, ctl.eff["asn"], s.ASN)
+	}
+	if err := c.ensureSDN(v.zones[own.zone], KindSDNZone, own.zone, "/cluster/sdn/zones", "zone", zone, do); err != nil {
+		return err
+	}
+	vnet := map[string]string{"zone": own.zone, "tag": strconv.Itoa(s.Tag), "alias": SDNAlias(cluster.Name)}
+	if err := c.ensureSDN(v.vnets[own.vnet], KindSDNVNet, own.vnet, "/cluster/sdn/vnets", "vnet", vnet, do); err != nil {
+		return err
+	}
+	gw, _ := cluster.SDNGateway()
+	subnet := map[string]string{"gateway": gw.String(), "snat": "1"}
+	subnets := "/cluster/sdn/vnets/" + url.PathEscape(own.vnet) + "/subnets"
+	if sub := v.subnets[own.vnet][own.subnet]; sub.exists() {
+		err = c.ensureSDN(sub, KindSDNSubnet, own.subnet, subnets, "subnet", subnet, do)
+	} else {
+		body := map[string]any{"subnet": own.cidr, "type": "subnet", "gateway": gw.String(), "snat": 1}
+		err = do(state.Change{Action: state.ActionCreate, Kind: KindSDNSubnet, Name: own.subnet, Detail: own.cidr + " gateway " + gw.String()},
+			func(ctx context.Context) error { return c.client.Post(ctx, subnets, body, nil) })
+	}
+	if err != nil {
+		return err
+	}
+	if staged || resumable {
+		if err := c.applySDN(ctx, plan); err != nil {
+			return err
+		}
+	}
+	if plan.DryRun && (staged || resumable) {
+		return nil // nothing was applied, so there is no bridge to verify yet
+	}
+	return c.verifyVNet(ctx, own.vnet, env)
+}
+
+// ensureSDN creates an object missing from the effective config, or
+// updates the fields of want that drifted (node lists compared as sets);
+// fields the cluster no longer sets are left as they are.
+func (c *Cloud) ensureSDN(cur *sdnObj, kind, id, base, idKey string, want map[string]string, do func(state.Change, func(context.Context) error) error) error {
+	if !cur.exists() {
+		body := map[string]any{idKey: id}
+		for k, v := range want {
+			body[k] = v
+		}
+		if kind == KindSDNVNet {
+			body["type"] = "vnet"
+		}
+		return do(state.Change{Action: state.ActionCreate, Kind: kind, Name: id, Detail: describe(want)},
+			func(ctx context.Context) error { return c.client.Post(ctx, base, body, nil) })
+	}
+	drift := map[string]string{}
+	var detail []string
+	for _, k := range sortedKeys(want) {
+		have, w := cur.eff[k], want[k]
+		same := have == w
+		if k == "nodes" || k == "exitnodes" {
+			same = slices.Equal(nodeSet(have), nodeSet(w))
+		}
+		if !same {
+			drift[k] = w
+			detail = append(detail, fmt.Sprintf("%s %q -> %q", k, have, w))
+		}
+	}
+	if len(drift) == 0 {
+		return nil
+	}
+	return do(state.Change{Action: state.ActionUpdate, Kind: kind, Name: id, Detail: strings.Join(detail, ", ")},
+		func(ctx context.Context) error { return c.client.Put(ctx, base+"/"+url.PathEscape(id), drift, nil) })
+}
+
+func describe(m map[string]string) string {
+	var out []string
+	for _, k := range sortedKeys(m) {
+		out = append(out, k+" "+m[k])
+	}
+	return strings.Join(out, ", ")
+}
+
+// desiredZone is the EVPN zone's fields. It refuses compute nodes outside
+// the zone's nodes (cluster.yaml's, or those an applied zone still
+// carries) and warns about offline exit nodes.
+func desiredZone(cluster *config.Cluster, v *sdnView, nodes []clusterNode, env *Environment, logf func(string, ...any)) (map[string]string, error) {
+	s := cluster.Proxmox.Network.Cluster.SDN
+	exit := s.ExitNodes
+	if len(exit) == 0 { // every cluster node, offline included
+		for _, n := range nodes {
+			exit = append(exit, n.Name)
+		}
+		exit = nodeSet(strings.Join(exit, ","))
+	}
+	primary := s.PrimaryExitNode
+	if primary == "" && len(exit) > 0 {
+		primary = exit[0]
+	}
+	zone := map[string]string{
+		"type": "evpn", "controller": s.Controller, "vrf-vxlan": strconv.Itoa(s.VRFTag),
+		"exitnodes": strings.Join(nodeSet(strings.Join(exit, ",")), ","), "exitnodes-primary": primary,
+		"advertise-subnets": "1", "disable-arp-nd-suppression": "1",
+	}
+	if s.MTU > 0 {
+		zone["mtu"] = strconv.Itoa(s.MTU)
+	}
+	restrict := s.Nodes
+	if len(s.Nodes) > 0 {
+		zone["nodes"] = strings.Join(nodeSet(strings.Join(s.Nodes, ",")), ",")
+	} else if z := v.zones[s.Name]; z.exists() && z.eff["nodes"] != "" {
+		restrict = nodeSet(z.eff["nodes"])
+		logf("warning: SDN zone %s is still restricted to nodes %s, which cluster.yaml no longer sets; talosc does not unset it", s.Name, z.eff["nodes"])
+	}
+	if len(restrict) > 0 {
+		var outside []string
+		for _, n := range env.Nodes {
+			if !slices.Contains(restrict, n.Name) {
+				outside = append(outside, n.Name)
+			}
+		}
+		if len(outside) > 0 {
+			return nil, fmt.Errorf("proxmox.network.cluster.sdn.nodes: compute node(s) %s are outside SDN zone %s (nodes %s); add them to the zone's nodes or restrict proxmox.nodes",
+				strings.Join(outside, ", "), s.Name, strings.Join(restrict, ","))
+		}
+	}
+	for _, n := range nodes {
+		if n.Online == 0 && slices.Contains(exit, n.Name) {
+			what := "exit node"
+			if n.Name == primary {
+				what = "primary exit node"
+			}
+			logf("warning: SDN %s %s is offline; the cluster network has no route out through it", what, n.Name)
+		}
+	}
+	return zone, nil
+}
+
+// applySDN commits the staged SDN config (PUT cluster/sdn) and waits for
+// the reload task.
+func (c *Cloud) applySDN(ctx context.Context, plan *provider.Plan) error {
+	return plan.Do(ctx, state.Change{Action: state.ActionUpdate, Kind: KindSDNApply, Name: "cluster/sdn", Detail: "apply the staged SDN configuration"},
+		func(ctx context.Context) error {
+			var upid goproxmox.UPID
+			rctx, cancel := context.WithTimeout(ctx, c.opts.RequestTimeout)
+			err := c.client.Put(rctx, "/cluster/sdn", nil, &upid)
+			cancel()
+			if err != nil {
+				return err
+			}
+			return c.wait(ctx, "apply the SDN configuration", goproxmox.NewTask(upid, c.client))
+		})
+}
+
+// verifyVNet waits until every compute node runs the VNet's bridge
+// (the network reload may finish after the apply task), up to 60 s or
+// Options.Wait when shorter.
+func (c *Cloud) verifyVNet(ctx context.Context, vnet string, env *Environment) error {
+	deadline := time.Now().Add(min(sdnBridgeWait, c.opts.Wait))
+	for {
+		var missing []string
+		for _, n := range env.Nodes {
+			var ifaces []goproxmox.NodeNetwork
+			rctx, cancel := context.WithTimeout(ctx, c.opts.RequestTimeout)
+			err := c.client.Get(rctx, "/nodes/"+url.PathEscape(n.Name)+"/network?type=any_bridge", &ifaces)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("proxmox: list the bridges of node %s: %w", n.Name, err)
+			}
+			if !slices.ContainsFunc(ifaces, func(i goproxmox.NodeNetwork) bool { return i.Iface == vnet }) {
+				missing = append(missing, n.Name)
+			}
+		}
+		if len(missing) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("proxmox: the SDN VNet bridge %s does not exist on node(s) %s after the SDN apply; check the nodes' network reload (Datacenter > SDN, node task log)",
+				vnet, strings.Join(missing, ", "))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(c.opts.Poll):
+		}
+	}
+}
+
+// ValidateTeardown evaluates the managed-SDN teardown guards without
+// changing anything, so destroy can refuse before it deletes any VM
+// (reference §3.3): other administrators' pending SDN changes, or pending
+// changes on the shared controller. It is nil without managed SDN.
+func (c *Cloud) ValidateTeardown(ctx context.Context, cluster *config.Cluster) error {
+	if cluster.Proxmox == nil || cluster.Proxmox.Network.Cluster.SDN == nil {
+		return nil
+	}
+	v, err := c.readSDN(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = pendingCheck(v, ownSDN(cluster), true)
+	return err
+}
+
+// destroySDN deletes the cluster's subnet, its VNet (when it holds no
+// other subnets) and its zone (when it holds no other VNets and is ours),
+// then applies; never the controller.
+func (c *Cloud) destroySDN(ctx context.Context, cluster *config.Cluster, plan *provider.Plan) error {
+	own := ownSDN(cluster)
+	v, err := c.readSDN(ctx)
+	if err != nil {
+		return err
+	}
+	resumable, err := pendingCheck(v, own, true)
+	if err != nil {
+		return err
+	}
+	staged := false
+	del := func(kind, id, path, detail string) error {
+		staged = true
+		return plan.Do(ctx, state.Change{Action: state.ActionDelete, Kind: kind, Name: id, Detail: detail}, func(ctx context.Context) error {
+			ctx, cancel := context.WithTimeout(ctx, c.opts.RequestTimeout)
+			defer cancel()
+			return c.client.Delete(ctx, path, nil)
+		})
+	}
+	vn := v.vnets[own.vnet]
+	ours := vn.exists() && vn.eff["alias"] == SDNAlias(cluster.Name) && vn.eff["zone"] == own.zone
+	var foreignSubnets []string
+	for _, id := range sortedKeys(v.subnets[own.vnet]) {
+		if id != own.subnet && v.subnets[own.vnet][id].exists() {
+			foreignSubnets = append(foreignSubnets, id)
+		}
+	}
+	vnetGone := !vn.exists()
+	if ours {
+		base := "/cluster/sdn/vnets/" + url.PathEscape(own.vnet)
+		if v.subnets[own.vnet][own.subnet].exists() {
+			if err := del(KindSDNSubnet, own.subnet, base+"/subnets/"+url.PathEscape(own.subnet), own.cidr); err != nil {
+				return err
+			}
+		}
+		if len(foreignSubnets) == 0 {
+			if err := del(KindSDNVNet, own.vnet, base, "zone "+own.zone); err != nil {
+				return err
+			}
+			vnetGone = true
+		} else {
+			c.opts.Logf("warning: SDN VNet %s keeps subnets talosc does not manage (%s), so it and zone %s are kept", own.vnet, strings.Join(foreignSubnets, ", "), own.zone)
+		}
+	}
+	if z := v.zones[own.zone]; z.exists() && vnetGone && z.eff["type"] == config.SDNZoneEVPN && z.eff["controller"] == own.controller {
+		others := slices.ContainsFunc(sortedKeys(v.vnets), func(id string) bool {
+			return id != own.vnet && v.vnets[id].exists() && v.vnets[id].eff["zone"] == own.zone
+		})
+		if others {
+			c.opts.Logf("warning: SDN zone %s holds VNets talosc does not manage, so it is kept", own.zone)
+		} else if err := del(KindSDNZone, own.zone, "/cluster/sdn/zones/"+url.PathEscape(own.zone), "controller "+own.controller+" is kept"); err != nil {
+			return err
+		}
+	}
+	if staged || resumable {
+		return c.applySDN(ctx, plan)
+	}
+	return nil
+}
