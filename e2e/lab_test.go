@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -33,6 +34,14 @@ type scriptLab struct {
 	mark    int // calls recorded before the last "lab mark"
 }
 
+// fixedBridge is set once a script started a Proxmox lab whose bridge
+// subnet is the fixed 127.20.0.0/24 (a lab that ignores ClusterCIDR on
+// Proxmox): a second one would clash.
+var fixedBridge atomic.Bool
+
+// clusterNet finds the cluster network in a cluster.yaml the lab wrote.
+var clusterNet = regexp.MustCompile(`(?m)^    cidr: (\d+\.\d+\.\d+)\.0/24$`)
+
 // newScriptLab returns the (not yet started) lab of the next script.
 func newScriptLab(seq *atomic.Int32) *scriptLab { return &scriptLab{index: int(seq.Add(1))} }
 
@@ -48,7 +57,9 @@ func (s *scriptLab) networks() (cluster, external string) {
 //
 //	lab up PROVIDER DIR [NAME]   start it and write the cluster directory DIR
 //	                             (cluster NAME, default "demo"); point the
-//	                             phases at its Image Factory, with short waits
+//	                             phases at its Image Factory, with short waits;
+//	                             $CLUSTER_NET is then the first three octets
+//	                             of DIR's cluster network
 //	lab follow DIR [NAME]        start it following the real OpenStack of
 //	                             $TALOSC_REAL_OPENSTACK ([!realopenstack] skip
 //	                             first) and write DIR for a new application
@@ -67,6 +78,16 @@ func (s *scriptLab) networks() (cluster, external string) {
 //	lab isos N                   N volumes on its node pve1's storage "local"
 //	                             (the boot ISO and the cidata ISOs)
 //	lab wait servers N           wait (up to a minute) until N servers are ACTIVE
+//	lab wait vms N               wait (up to a minute) until N Proxmox VMs run
+//	                             with their guest agent up
+//	lab token PATH=PRIVS...      replace the ACL of the lab Proxmox's token by
+//	                             these entries; PRIVS is a comma-separated
+//	                             list where TalosCluster stands for the
+//	                             privileges of that role and -PRIV drops one
+//	lab token all                give the token every privilege on / again
+//	lab task TYPE STATUS         the next Proxmox task of TYPE ends with exit
+//	                             status STATUS (e.g. 'WARNINGS: 1')
+//	lab tasks TYPE STATUS N      N Proxmox tasks of TYPE ended with STATUS
 //	lab faults error-rate R seed S | lab faults off
 //	                             fail a fraction R of every service's requests
 //	                             with 503 (replayably), or stop doing so
@@ -75,7 +96,7 @@ func (s *scriptLab) networks() (cluster, external string) {
 //	lab real-images N            N active images talosc manages there
 func cmdLab(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) == 0 {
-		ts.Fatalf("usage: lab up|follow|mark|mutations|owned|count|images|vms|isos|wait|faults|real-owned|real-images ...")
+		ts.Fatalf("usage: lab up|follow|mark|mutations|owned|count|images|vms|isos|wait|token|task|tasks|faults|real-owned|real-images ...")
 	}
 	s, _ := ts.Value(labKey{}).(*scriptLab)
 	switch args[0] {
@@ -116,10 +137,32 @@ func cmdLab(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		want(ts, "ISO volumes", count(ts, args), len(isos), fmt.Sprint(isos))
 	case "wait":
-		if len(args) != 3 || args[1] != "servers" {
-			ts.Fatalf("usage: lab wait servers N")
+		if len(args) != 3 || (args[1] != "servers" && args[1] != "vms") {
+			ts.Fatalf("usage: lab wait servers|vms N")
+		}
+		if args[1] == "vms" {
+			s.waitVMs(ts, count(ts, args[1:]))
+			return
 		}
 		s.waitServers(ts, count(ts, args[1:]))
+	case "token":
+		s.token(ts, args[1:])
+	case "task":
+		if len(args) != 3 {
+			ts.Fatalf("usage: lab task TYPE STATUS")
+		}
+		s.proxmox(ts).FailTasks(proxmox.TaskFault{Type: args[1], Nth: 1, ExitStatus: args[2]})
+	case "tasks":
+		if len(args) != 4 {
+			ts.Fatalf("usage: lab tasks TYPE STATUS N")
+		}
+		var ended []string
+		for _, t := range s.proxmox(ts).Tasks() {
+			if t.Type == args[1] && !t.Running && t.ExitStatus == args[2] {
+				ended = append(ended, t.UPID)
+			}
+		}
+		want(ts, args[1]+" tasks ending "+args[2], count(ts, args[2:]), len(ended), fmt.Sprint(ended))
 	case "faults":
 		s.faults(ts, args[1:])
 	case "real-owned", "real-images":
@@ -182,6 +225,60 @@ func (s *scriptLab) waitServers(ts *testscript.TestScript, n int) {
 	}
 }
 
+// waitVMs waits until the lab's Proxmox runs n VMs whose guest agent
+// answers.
+func (s *scriptLab) waitVMs(ts *testscript.TestScript, n int) {
+	pve := s.proxmox(ts)
+	up := func() int {
+		got := 0
+		for _, vm := range pve.VMs() {
+			if vm.Running && vm.GuestAgent {
+				got++
+			}
+		}
+		return got
+	}
+	deadline := time.Now().Add(time.Minute)
+	for up() < n {
+		if time.Now().After(deadline) {
+			ts.Fatalf("%d running VMs after a minute, want %d", up(), n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// token sets the ACL of the lab Proxmox's token ("lab token ...").
+func (s *scriptLab) token(ts *testscript.TestScript, args []string) {
+	pve := s.proxmox(ts)
+	if len(args) == 1 && args[0] == "all" {
+		ts.Check(pve.SetACL(proxmox.DefaultTokenID, []proxmox.ACL{{Path: "/", Privs: proxmox.AllPrivileges()}}))
+		return
+	}
+	if len(args) == 0 {
+		ts.Fatalf("usage: lab token PATH=PRIVS... | lab token all")
+	}
+	var acl []proxmox.ACL
+	for _, a := range args {
+		path, list, ok := strings.Cut(a, "=")
+		if !ok || !strings.HasPrefix(path, "/") {
+			ts.Fatalf("lab token: %q is not PATH=PRIVS", a)
+		}
+		var privs []string
+		for p := range strings.SplitSeq(list, ",") {
+			switch {
+			case p == "TalosCluster":
+				privs = append(privs, proxmox.TalosClusterPrivileges()...)
+			case strings.HasPrefix(p, "-"):
+				privs = slices.DeleteFunc(privs, func(q string) bool { return q == p[1:] })
+			case p != "":
+				privs = append(privs, p)
+			}
+		}
+		acl = append(acl, proxmox.ACL{Path: path, Privs: privs})
+	}
+	ts.Check(pve.SetACL(proxmox.DefaultTokenID, acl))
+}
+
 func (s *scriptLab) up(ts *testscript.TestScript, args []string) {
 	if len(args) < 2 || len(args) > 3 {
 		ts.Fatalf("usage: lab up PROVIDER DIR [NAME]")
@@ -197,6 +294,16 @@ func (s *scriptLab) up(ts *testscript.TestScript, args []string) {
 	s.start(ts, lab.Options{Provider: args[0], ClusterCIDR: clusterCIDR, ExternalCIDR: externalCIDR})
 	_, err := s.lab.WriteClusterDir(ts.MkAbs(args[1]), s.cluster)
 	ts.Check(err)
+	// $CLUSTER_NET is the first three octets of the cluster network the
+	// directory names (the API VIP is $CLUSTER_NET.2 on Proxmox).
+	m := clusterNet.FindStringSubmatch(ts.ReadFile(args[1] + "/cluster.yaml"))
+	if m == nil {
+		ts.Fatalf("lab up: %s/cluster.yaml names no cluster network", args[1])
+	}
+	ts.Setenv("CLUSTER_NET", m[1])
+	if args[0] == "proxmox" && m[1] == "127.20.0" && !fixedBridge.CompareAndSwap(false, true) {
+		ts.Fatalf("lab up proxmox: another script of this process has a Proxmox lab on the fixed bridge subnet 127.20.0.0/24; keep the Proxmox scenarios in one script")
+	}
 	// The lab's machines boot in 200 ms: poll every 750 ms, not every 15 s.
 	s.pointPhases(ts, "0.05")
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/talosc/talosc/pkg/lab"
 	"github.com/talosc/talosc/pkg/phase"
 )
 
@@ -15,8 +16,19 @@ import (
 // answered. The phases run with TALOSC_TIME_SCALE=benchTimeScale, also
 // reported.
 func BenchmarkConverge(b *testing.B) {
+	benchConverge(b, lab.ProviderOpenStack, 0)
+}
+
+// BenchmarkConvergeProxmox is BenchmarkConverge on the lab's Proxmox VE
+// (one node, bridge vmbr0, same latency and boot time; control planes of
+// 2 GB and workers of 1 GB, so that 50 machines fit its one node).
+func BenchmarkConvergeProxmox(b *testing.B) {
+	benchConverge(b, lab.ProviderProxmox, 0)
+}
+
+func benchConverge(b *testing.B, provider string, seq int) {
+	b.Helper()
 	skipWithoutAPIServer(b)
-	seq := 0
 	for _, size := range []benchSize{{"3cp+3w", 3, 3}, {"50nodes", 3, 47}} {
 		b.Run(size.name, func(b *testing.B) {
 			var wall, critical time.Duration
@@ -25,7 +37,7 @@ func BenchmarkConverge(b *testing.B) {
 			for b.Loop() {
 				b.StopTimer()
 				seq++
-				c := startLabCluster(b, seq, size)
+				c := startLabCluster(b, provider, seq, size)
 				b.StartTimer()
 				start := time.Now()
 				c.run(b, phase.ActionConverge)
@@ -42,7 +54,7 @@ func BenchmarkConverge(b *testing.B) {
 			b.ReportMetric(critical.Seconds()/float64(ops), "critical-path-s/op")
 			b.ReportMetric(wall.Seconds()/critical.Seconds(), "x-critical-path")
 			b.ReportMetric(benchTimeScale, "time-scale")
-			calls.report(b, ops)
+			calls.report(b, provider, ops)
 		})
 	}
 }
@@ -51,12 +63,21 @@ func BenchmarkConverge(b *testing.B) {
 // and 50 machines: the calls a plan with nothing to do makes should not
 // grow with the machines. The converge is setup, outside the timing.
 func BenchmarkNoopPlan(b *testing.B) {
+	benchNoopPlan(b, lab.ProviderOpenStack, 128) // clear of BenchmarkConverge's networks
+}
+
+// BenchmarkNoopPlanProxmox is BenchmarkNoopPlan on the lab's Proxmox VE.
+func BenchmarkNoopPlanProxmox(b *testing.B) {
+	benchNoopPlan(b, lab.ProviderProxmox, 128)
+}
+
+func benchNoopPlan(b *testing.B, provider string, seq int) {
+	b.Helper()
 	skipWithoutAPIServer(b)
-	seq := 128 // clear of BenchmarkConverge's networks
 	for _, size := range []benchSize{{"3", 3, 0}, {"50", 3, 47}} {
 		b.Run(size.name, func(b *testing.B) {
 			seq++
-			c := startLabCluster(b, seq, size)
+			c := startLabCluster(b, provider, seq, size)
 			c.run(b, phase.ActionConverge)
 			var calls callCounts
 			ops := 0
@@ -71,7 +92,7 @@ func BenchmarkNoopPlan(b *testing.B) {
 				b.StartTimer()
 			}
 			b.ReportMetric(benchTimeScale, "time-scale")
-			calls.report(b, ops)
+			calls.report(b, provider, ops)
 			c.close(b)
 		})
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/talosc/talosc/pkg/lab/kubeapi"
 	"github.com/talosc/talosc/pkg/lab/labnet"
 	labos "github.com/talosc/talosc/pkg/lab/openstack"
+	labpve "github.com/talosc/talosc/pkg/lab/proxmox"
 	"github.com/talosc/talosc/pkg/phase"
 	"github.com/talosc/talosc/pkg/phase/bootimage"
 	"github.com/talosc/talosc/pkg/phase/network"
@@ -59,15 +60,17 @@ type labCluster struct {
 	env map[string]string
 }
 
-// startLabCluster starts a lab whose cluster and external networks are
+// startLabCluster starts a lab simulating provider (lab.ProviderOpenStack
+// or lab.ProviderProxmox) and writes a cluster directory with size's
+// machines. An OpenStack lab's cluster and external networks are
 // 127.17.seq.0/24 and 127.204.seq.0/24 (labs that have not quite let go of
 // their loopback addresses never collide with the next one, nor with the
-// lab package's tests running in parallel), and writes a cluster directory
-// with size's machines.
-func startLabCluster(b *testing.B, seq int, size benchSize) *labCluster {
+// lab package's tests running in parallel); a Proxmox lab's bridge subnet
+// is fixed (127.20.0.0/24), so its labs run one after the other.
+func startLabCluster(b *testing.B, provider string, seq int, size benchSize) *labCluster {
 	b.Helper()
 	l, err := lab.Start(b.Context(), lab.Options{
-		Provider:     lab.ProviderOpenStack,
+		Provider:     provider,
 		NodesBoot:    benchNodesBoot,
 		Knobs:        labnet.Knobs{Latency: benchLatency},
 		ClusterCIDR:  fmt.Sprintf("127.17.%d.0/24", seq%256),
@@ -84,14 +87,16 @@ func startLabCluster(b *testing.B, seq int, size benchSize) *labCluster {
 	if _, err := l.WriteClusterDir(c.dir, benchCluster); err != nil {
 		b.Fatal(err)
 	}
-	c.resize(b, size)
+	c.resize(b, provider, size)
 	l.Recorder().Reset()
 	return c
 }
 
 // resize sets the machine counts of the cluster.yaml the lab wrote (3
-// control planes and one "worker" pool of 2).
-func (c *labCluster) resize(b *testing.B, size benchSize) {
+// control planes and one "worker" pool of 2); on Proxmox it also shrinks
+// the machines' memory (2 GB control planes, 1 GB workers) so that 50 of
+// them fit the lab's one node.
+func (c *labCluster) resize(b *testing.B, provider string, size benchSize) {
 	b.Helper()
 	path := filepath.Join(c.dir, "cluster.yaml")
 	data, err := os.ReadFile(path)
@@ -99,10 +104,17 @@ func (c *labCluster) resize(b *testing.B, size benchSize) {
 		b.Fatal(err)
 	}
 	text := string(data)
-	for _, r := range []struct{ old, new string }{
+	counts := []struct{ old, new string }{
 		{"  count: 3\n  flavor: talos.cp\n", fmt.Sprintf("  count: %d\n  flavor: talos.cp\n", size.controlPlanes)},
 		{"    count: 2\n    flavor: talos.worker\n", fmt.Sprintf("    count: %d\n    flavor: talos.worker\n", size.workers)},
-	} {
+	}
+	if provider == lab.ProviderProxmox {
+		counts = []struct{ old, new string }{
+			{"controlplane: {count: 3, cores: 2, memory: 4,", fmt.Sprintf("controlplane: {count: %d, cores: 2, memory: 2,", size.controlPlanes)},
+			{"  worker: {count: 2, cores: 2, memory: 4,", fmt.Sprintf("  worker: {count: %d, cores: 2, memory: 1,", size.workers)},
+		}
+	}
+	for _, r := range counts {
 		if !strings.Contains(text, r.old) {
 			b.Fatalf("the lab's cluster.yaml no longer holds %q:\n%s", r.old, text)
 		}
@@ -175,10 +187,10 @@ func (c *labCluster) run(b *testing.B, action string) {
 
 // callCounts are the calls the lab answered, by what answered them.
 type callCounts struct {
-	openstack, talos, kubernetes, imageFactory int
+	openstack, proxmox, talos, kubernetes, imageFactory int
 	// openstackMutations are OpenStack calls that could change something,
-	// Keystone's token requests excepted.
-	openstackMutations int
+	// Keystone's token requests excepted; proxmoxMutations likewise.
+	openstackMutations, proxmoxMutations int
 }
 
 func countCalls(calls []labnet.Call) callCounts {
@@ -189,6 +201,11 @@ func countCalls(calls []labnet.Call) callCounts {
 			n.openstack++
 			if c.Mutating() && c.Service != labos.Keystone {
 				n.openstackMutations++
+			}
+		case labpve.Service:
+			n.proxmox++
+			if c.Mutating() {
+				n.proxmoxMutations++
 			}
 		case "talos": // talosnode records its gRPC calls under this name
 			n.talos++
@@ -201,12 +218,17 @@ func countCalls(calls []labnet.Call) callCounts {
 	return n
 }
 
-// report reports n divided by ops, per op.
-func (n callCounts) report(b *testing.B, ops int) {
+// report reports n divided by ops, per op, the cloud's calls for provider.
+func (n callCounts) report(b *testing.B, provider string, ops int) {
 	b.Helper()
 	per := func(v int) float64 { return float64(v) / float64(ops) }
-	b.ReportMetric(per(n.openstack), "openstack-calls/op")
-	b.ReportMetric(per(n.openstackMutations), "openstack-mutations/op")
+	if provider == lab.ProviderProxmox {
+		b.ReportMetric(per(n.proxmox), "proxmox-calls/op")
+		b.ReportMetric(per(n.proxmoxMutations), "proxmox-mutations/op")
+	} else {
+		b.ReportMetric(per(n.openstack), "openstack-calls/op")
+		b.ReportMetric(per(n.openstackMutations), "openstack-mutations/op")
+	}
 	b.ReportMetric(per(n.talos), "talos-calls/op")
 	b.ReportMetric(per(n.kubernetes), "kube-calls/op")
 	b.ReportMetric(per(n.imageFactory), "factory-calls/op")
@@ -215,6 +237,8 @@ func (n callCounts) report(b *testing.B, ops int) {
 func (n *callCounts) add(m callCounts) {
 	n.openstack += m.openstack
 	n.openstackMutations += m.openstackMutations
+	n.proxmox += m.proxmox
+	n.proxmoxMutations += m.proxmoxMutations
 	n.talos += m.talos
 	n.kubernetes += m.kubernetes
 	n.imageFactory += m.imageFactory
