@@ -193,13 +193,16 @@ func Connect(ctx context.Context, cfg *config.Cluster, o Options) (*Cloud, error
 func (c *Cloud) Project() string { return c.project }
 
 // newHTTPClient bounds every request attempt by o.RequestTimeout and
-// retries transient failures (see retryTransport).
+// retries transient failures (see provider.RetryTransport).
 func newHTTPClient(o Options) http.Client {
 	var rt http.RoundTripper = http.DefaultTransport.(*http.Transport).Clone() //nolint:forcetypeassert // the stdlib's default transport
 	if o.HTTPClient != nil && o.HTTPClient.Transport != nil {
 		rt = o.HTTPClient.Transport
 	}
-	return http.Client{Transport: &retryTransport{next: rt, retries: max(o.Retries, 0), timeout: o.RequestTimeout, uploadTimeout: o.UploadTimeout, logf: o.Logf}}
+	return http.Client{Transport: &provider.RetryTransport{
+		Next: rt, Retries: max(o.Retries, 0), Timeout: o.RequestTimeout, UploadTimeout: o.UploadTimeout, Logf: o.Logf, Name: "openstack",
+		RetryInternalErrors: true,
+	}}
 }
 
 // wrap names the operation and resource in an error from gophercloud.

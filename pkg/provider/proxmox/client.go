@@ -23,6 +23,10 @@ import (
 	"github.com/talosc/talosc/pkg/provider"
 )
 
+// retries is how often a transient failure (a 502/503/504, a refused
+// connection, a timed-out read) is retried.
+const retries = 4
+
 // Defaults for Options.
 const (
 	DefaultRequestTimeout = 60 * time.Second
@@ -93,7 +97,7 @@ func Connect(ctx context.Context, cfg *config.Cluster, o Options) (*Cloud, error
 		return nil, errors.New("proxmox: proxmox.token_id and proxmox.token_secret must be set (normally in secrets.yaml)")
 	}
 	o = o.withDefaults()
-	hc, err := httpClient(px.TLSVerify, cfg.Dir, o.RequestTimeout)
+	hc, err := httpClient(px.TLSVerify, cfg.Dir, o)
 	if err != nil {
 		return nil, err
 	}
@@ -113,8 +117,10 @@ func Connect(ctx context.Context, cfg *config.Cluster, o Options) (*Cloud, error
 
 // httpClient verifies the API certificate as tls_verify says: the system
 // roots (true), nothing (false) or a CA bundle file (relative to the
-// cluster directory dir).
-func httpClient(v config.TLSVerify, dir string, timeout time.Duration) (*http.Client, error) {
+// cluster directory dir); every attempt is bounded and transient failures
+// are retried (provider.RetryTransport; an ISO upload gets the task
+// timeout and one attempt).
+func httpClient(v config.TLSVerify, dir string, o Options) (*http.Client, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone() //nolint:forcetypeassert // the stdlib's default transport
 	switch {
 	case v.Insecure:
@@ -134,7 +140,9 @@ func httpClient(v config.TLSVerify, dir string, timeout time.Duration) (*http.Cl
 		}
 		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
-	return &http.Client{Transport: tr, Timeout: timeout}, nil
+	return &http.Client{Transport: &provider.RetryTransport{
+		Next: tr, Retries: retries, Timeout: o.RequestTimeout, UploadTimeout: o.TaskTimeout, Logf: o.Logf, Name: "proxmox",
+	}}, nil
 }
 
 // wait waits for task within the task timeout. go-proxmox counts a task

@@ -334,8 +334,13 @@ func required(cluster *config.Cluster, vnetZone string, nodes []Node, owned []vm
 	add("/storage/"+px.CIDataStorage, privsISOStorage...)
 	add("/storage/"+px.Storage, privsStorage...)
 	add("/vms", privsVM...)
-	for _, vm := range owned {
-		add("/vms/"+strconv.Itoa(vm.VMID), privsVM...)
+	vmids := make([]int, len(owned))
+	for i, vm := range owned {
+		vmids[i] = vm.VMID
+	}
+	slices.Sort(vmids) // a stable message
+	for _, id := range vmids {
+		add("/vms/"+strconv.Itoa(id), privsVM...)
 	}
 	nic := func(zone, bridge string, vlan int) {
 		path := "/sdn/zones/" + zone + "/" + bridge

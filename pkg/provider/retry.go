@@ -1,4 +1,4 @@
-package openstack
+package provider
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// retryTransport bounds every attempt of a request by timeout (a streamed
+// RetryTransport bounds every attempt of a request by timeout (a streamed
 // upload, whose body cannot be replayed, by uploadTimeout) and retries
 // attempts that failed transiently: any method on 502, 503 and 504 (the
 // request did not reach the service) or a refused connection; idempotent
@@ -18,24 +18,35 @@ import (
 // on other transport errors. A request whose body cannot be replayed (a
 // streamed image upload) gets one attempt. Backoff is jittered, 250 ms
 // doubling to 4 s. The caller's own context ends everything.
-type retryTransport struct {
-	next    http.RoundTripper
-	retries int
-	timeout time.Duration
-	// uploadTimeout bounds a streamed upload (a boot image of a GB or more).
-	uploadTimeout time.Duration
-	logf          func(format string, args ...any)
+type RetryTransport struct {
+	// Next sends the requests.
+	Next http.RoundTripper
+	// Retries is how many times a transient failure is retried.
+	Retries int
+	// Timeout bounds each attempt.
+	Timeout time.Duration
+	// UploadTimeout bounds a streamed upload (a boot image of a GB or more).
+	UploadTimeout time.Duration
+	// Logf is told about every retry ("<name>: GET /path: 503 ...; retrying").
+	Logf func(format string, args ...any)
+	// Name prefixes the retry messages ("openstack", "proxmox").
+	Name string
+	// RetryInternalErrors retries idempotent requests answered 500 too
+	// (OpenStack's services mean a transient fault by it; Proxmox answers
+	// 500 for ordinary refusals such as "guest agent is not running").
+	RetryInternalErrors bool
 }
 
-func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	retries, timeout := t.retries, t.timeout
+// RoundTrip sends req, retrying transient failures.
+func (t *RetryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	retries, timeout := t.Retries, t.Timeout
 	if req.Body != nil && req.Body != http.NoBody && req.GetBody == nil {
-		retries, timeout = 0, t.uploadTimeout
+		retries, timeout = 0, t.UploadTimeout
 	}
 	backoff := 250 * time.Millisecond
 	for attempt := 0; ; attempt++ {
 		resp, err := t.attempt(req, attempt, timeout)
-		if attempt >= retries || req.Context().Err() != nil || !transient(req.Method, resp, err) {
+		if attempt >= retries || req.Context().Err() != nil || !t.transient(req.Method, resp, err) {
 			return resp, err
 		}
 		what := "no answer"
@@ -43,7 +54,7 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			what = resp.Status
 			drain(resp.Body)
 		}
-		t.logf("openstack: %s %s: %s; retrying (%d of %d)", req.Method, req.URL.Path, what, attempt+1, retries)
+		t.Logf("%s: %s %s: %s; retrying (%d of %d)", t.Name, req.Method, req.URL.Path, what, attempt+1, retries)
 		sleep := backoff/2 + rand.N(backoff/2+1) //nolint:gosec // jitter, not security
 		select {
 		case <-req.Context().Done():
@@ -56,7 +67,7 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // attempt sends one try of req under its own timeout, which ends when the
 // response body is closed.
-func (t *retryTransport) attempt(req *http.Request, n int, timeout time.Duration) (*http.Response, error) {
+func (t *RetryTransport) attempt(req *http.Request, n int, timeout time.Duration) (*http.Response, error) {
 	ctx, cancel := context.WithTimeout(req.Context(), timeout)
 	r := req.Clone(ctx)
 	if n > 0 && req.GetBody != nil {
@@ -67,7 +78,7 @@ func (t *retryTransport) attempt(req *http.Request, n int, timeout time.Duration
 		}
 		r.Body = body
 	}
-	resp, err := t.next.RoundTrip(r)
+	resp, err := t.Next.RoundTrip(r)
 	if err != nil {
 		cancel()
 		return nil, err
@@ -77,7 +88,7 @@ func (t *retryTransport) attempt(req *http.Request, n int, timeout time.Duration
 }
 
 // transient reports a failure worth retrying for method.
-func transient(method string, resp *http.Response, err error) bool {
+func (t *RetryTransport) transient(method string, resp *http.Response, err error) bool {
 	idempotent := method == http.MethodGet || method == http.MethodHead || method == http.MethodPut || method == http.MethodDelete
 	if err != nil {
 		return idempotent || errors.Is(err, syscall.ECONNREFUSED)
@@ -86,7 +97,7 @@ func transient(method string, resp *http.Response, err error) bool {
 	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
 		return true
 	case http.StatusInternalServerError:
-		return idempotent
+		return idempotent && t.RetryInternalErrors
 	}
 	return false
 }
