@@ -82,12 +82,19 @@ func (d *labDir) edit(t *testing.T, old, replacement string) {
 // with its error. The lab's recorder holds the run's calls afterwards.
 func (d *labDir) run(t *testing.T, action string) (state.Section, string, error) {
 	t.Helper()
+	return d.runReboot(t, action, false)
+}
+
+// runReboot is run with --reboot set as given.
+func (d *labDir) runReboot(t *testing.T, action string, reboot bool) (state.Section, string, error) {
+	t.Helper()
 	var doc []byte
 	d.lab.Recorder().Reset()
 	for _, p := range []phase.Phase{bootimage.Phase{}, network.Phase{}, nodes.Phase{}} {
 		var stdout, stderr bytes.Buffer
 		o := &phase.Options{
 			Dir:     d.dir,
+			Reboot:  reboot,
 			Streams: cli.Streams{In: bytes.NewReader(doc), Out: &stdout, ErrOut: &stderr},
 			Load:    config.Load,
 			LookupEnv: func(k string) (string, bool) {

@@ -1,7 +1,6 @@
 package nodes_test
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"slices"
@@ -9,13 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/talosc/talosc/pkg/cli"
-	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/lab"
 	"github.com/talosc/talosc/pkg/phase"
-	"github.com/talosc/talosc/pkg/phase/bootimage"
-	"github.com/talosc/talosc/pkg/phase/network"
-	"github.com/talosc/talosc/pkg/phase/nodes"
 	"github.com/talosc/talosc/pkg/provider/proxmox"
 	"github.com/talosc/talosc/pkg/state"
 )
@@ -46,44 +40,6 @@ func newProxmoxLabDir(t *testing.T) *labDir {
 	d.edit(t, "controlplane: {count: 3,", "controlplane: {count: 1,")
 	d.edit(t, "worker: {count: 2,", "worker: {count: 1,")
 	return d
-}
-
-// runReboot is labDir.run with --reboot set as asked.
-func (d *labDir) runReboot(t *testing.T, action string, reboot bool) (state.Section, string, error) {
-	t.Helper()
-	var doc []byte
-	d.lab.Recorder().Reset()
-	for _, p := range []phase.Phase{bootimage.Phase{}, network.Phase{}, nodes.Phase{}} {
-		var stdout, stderr bytes.Buffer
-		o := &phase.Options{
-			Dir:     d.dir,
-			Reboot:  reboot,
-			Streams: cli.Streams{In: bytes.NewReader(doc), Out: &stdout, ErrOut: &stderr},
-			Load:    config.Load,
-			LookupEnv: func(k string) (string, bool) {
-				v, ok := d.env[k]
-				return v, ok
-			},
-		}
-		err := o.Run(t.Context(), p, action)
-		if p.Name() != phase.Nodes && err != nil {
-			return state.Section{}, stderr.String(), fmt.Errorf("tc-%s %s: %w", p.Name(), action, err)
-		}
-		doc = stdout.Bytes()
-		if p.Name() != phase.Nodes {
-			continue
-		}
-		parsed, perr := state.Parse(doc)
-		if perr != nil {
-			t.Fatalf("tc-nodes %s wrote no document: %v (run error %v)\n%s", action, perr, err, stderr.String())
-		}
-		sec, ok, serr := parsed.Section(phase.Nodes)
-		if serr != nil || !ok {
-			t.Fatalf("tc-nodes %s: no nodes section (%v)", action, serr)
-		}
-		return sec, stderr.String(), err
-	}
-	panic("unreachable")
 }
 
 // vmChanges are the proxmox:vm changes of a section, summarised.
