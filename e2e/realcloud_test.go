@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"slices"
 	"context"
 	"errors"
 	"fmt"
@@ -224,7 +225,10 @@ func listIDs[T any](ctx context.Context, pager pagination.Pager, extract func(pa
 	for i, x := range xs {
 		ids[i] = id(x)
 	}
-	return ids, nil
+	// Nova may list a server twice while it boots (its build request and
+	// its instance record); a resource is one id.
+	slices.Sort(ids)
+	return slices.Compact(ids), nil
 }
 
 // owned counts the cluster's resources by kind.
