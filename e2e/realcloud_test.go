@@ -1,13 +1,13 @@
 package e2e
 
 import (
-	"slices"
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/netip"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
