@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -147,6 +146,9 @@ func newRealCloud(ctx context.Context, auth gophercloud.AuthOptions, region, clu
 	if rc.compute, err = gos.NewComputeV2(pc, eo); err != nil {
 		return nil, err
 	}
+	// Below 2.26 Nova ignores the tags filter and lists every server of
+	// the project: another test's, which the cleanup would then delete.
+	rc.compute.Microversion = "2.52"
 	if rc.network, err = gos.NewNetworkV2(pc, eo); err != nil {
 		return nil, err
 	}
@@ -225,10 +227,7 @@ func listIDs[T any](ctx context.Context, pager pagination.Pager, extract func(pa
 	for i, x := range xs {
 		ids[i] = id(x)
 	}
-	// Nova may list a server twice while it boots (its build request and
-	// its instance record); a resource is one id.
-	slices.Sort(ids)
-	return slices.Compact(ids), nil
+	return ids, nil
 }
 
 // owned counts the cluster's resources by kind.

@@ -53,13 +53,7 @@ func (c *Cloud) ownedServers(ctx context.Context, cluster string) ([]servers.Ser
 	if err != nil {
 		return nil, wrap(err, "list the nova servers of cluster %s", cluster)
 	}
-	// Nova may list a booting server twice (build request and instance).
-	seen := map[string]bool{}
-	return slices.DeleteFunc(list, func(s servers.Server) bool {
-		dup := seen[s.ID]
-		seen[s.ID] = true
-		return dup || s.Tags == nil || !Owned(*s.Tags, cluster)
-	}), nil
+	return slices.DeleteFunc(list, func(s servers.Server) bool { return s.Tags == nil || !Owned(*s.Tags, cluster) }), nil
 }
 
 // bootDiskSizes maps server id → size in GB of its boot volume: the volume
