@@ -177,6 +177,14 @@ func TestMachineConfigDrift(t *testing.T) {
 	if reads := configReads(d.lab.Recorder().Calls()); reads != 2 {
 		t.Errorf("the plan read %d running configurations, want 2 (one per node)", reads)
 	}
+	// A converge compares them once, in its first phase (tc-image), not
+	// again in tc-nodes.
+	if _, stderr, err := d.run(t, phase.ActionConverge); err != nil {
+		t.Fatalf("converge of a converged cluster: %v\n%s", err, stderr)
+	}
+	if reads := configReads(d.lab.Recorder().Calls()); reads != 2 {
+		t.Errorf("the converge read %d running configurations, want 2 (one per node, once)", reads)
+	}
 
 	d.edit(t, "talos:\n  version: "+lab.DefaultTalosVersion+"\n", "talos:\n  version: "+lab.DefaultTalosVersion+"\n"+sysctlPatch)
 	sec, stderr, err = d.run(t, phase.ActionPlan)

@@ -111,8 +111,13 @@ func (r *run) converge(ctx context.Context) error {
 		if err := r.checkVersions(ctx); err != nil {
 			return err
 		}
-		if err := r.checkConfigs(ctx); err != nil {
-			return err
+		// A converge whose first phase ran Validate has compared every
+		// node's configuration already; reading them again would only
+		// double the Talos calls. A plan, or this phase run alone, compares.
+		if r.in.DryRun || !validatedUpstream(r.in.State) {
+			if err := r.checkConfigs(ctx); err != nil {
+				return err
+			}
 		}
 	}
 	if err := r.cloud.ReconcileMachines(ctx, r.cfg, r.inv, r.plan); err != nil {

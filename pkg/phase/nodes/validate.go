@@ -7,6 +7,7 @@ import (
 	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/phase"
 	"github.com/talosc/talosc/pkg/provider"
+	"github.com/talosc/talosc/pkg/state"
 	"github.com/talosc/talosc/pkg/talos/identity"
 )
 
@@ -38,4 +39,15 @@ func Validate(ctx context.Context, in *phase.Input, cloud provider.Cloud) error 
 		return err
 	}
 	return r.checkConfigs(ctx)
+}
+
+// validatedUpstream reports that an earlier phase of this converge (image,
+// or net run alone) succeeded, so it ran Validate.
+func validatedUpstream(doc *state.Document) bool {
+	for _, name := range []string{phase.Image, phase.Net} {
+		if sec, ok, err := doc.Section(name); err == nil && ok && sec.Status == state.StatusSucceeded {
+			return true
+		}
+	}
+	return false
 }
