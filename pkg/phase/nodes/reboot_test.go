@@ -1,7 +1,10 @@
 package nodes_test
 
 import (
+	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"slices"
 	"strings"
@@ -129,4 +132,60 @@ func TestSizingDriftThenReboot(t *testing.T) {
 	if err != nil || len(vmChanges(sec)) != 0 || strings.Contains(stderr, "need a restart") {
 		t.Errorf("plan --reboot after the rollout: %v, changes %v\n%s", err, vmChanges(sec), stderr)
 	}
+
+	// The health barrier: a control plane that does not come back from its
+	// restart stops the rollout before the worker is touched.
+	d.edit(t, "controlplane: {count: 1, cores: 4,", "controlplane: {count: 1, cores: 6,")
+	d.edit(t, "worker: {count: 1, cores: 2,", "worker: {count: 1, cores: 4,")
+	if _, stderr, err := d.runReboot(t, phase.ActionConverge, false); err != nil {
+		t.Fatalf("converge (sizing): %v\n%s", err, stderr)
+	}
+	setKnobs(t, d.lab, "rb-controlplane-01", `{"neverBoots": true}`)
+	_, stderr, err = d.runReboot(t, phase.ActionConverge, true)
+	if w := "cluster unhealthy after rebooting rb-controlplane-01; stopping the rollout"; err == nil || !strings.Contains(err.Error(), w) {
+		t.Fatalf("converge --reboot with a control plane that never comes back: %v, want %q\n%s", err, w, stderr)
+	}
+	for _, c := range d.lab.Recorder().Mutations() {
+		if strings.HasSuffix(c.Path, "/status/reboot") && strings.Contains(c.Path, workerVMID(t, d.lab)) {
+			t.Errorf("the worker was restarted after the control plane failed: %s", c.Path)
+		}
+	}
+}
+
+// setKnobs sets a lab Talos node's fault knobs through the lab's control
+// API, finding the node by hostname.
+func setKnobs(t *testing.T, l *lab.Lab, hostname, knobs string) {
+	t.Helper()
+	h := l.ControlHandler()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/nodes", nil))
+	var nodes []struct {
+		Address, Hostname string
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &nodes); err != nil {
+		t.Fatalf("GET /nodes: %v: %s", err, rec.Body)
+	}
+	for _, n := range nodes {
+		if n.Hostname == hostname {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequestWithContext(t.Context(), http.MethodPut, "/nodes/"+n.Address+"/knobs", strings.NewReader(knobs)))
+			if rec.Code != http.StatusNoContent {
+				t.Fatalf("PUT knobs of %s: %d %s", hostname, rec.Code, rec.Body)
+			}
+			return
+		}
+	}
+	t.Fatalf("no lab node %s in %s", hostname, rec.Body)
+}
+
+// workerVMID is the worker VM's id as it appears in API paths ("/qemu/101/").
+func workerVMID(t *testing.T, l *lab.Lab) string {
+	t.Helper()
+	for _, vm := range l.Proxmox.VMs() {
+		if strings.Contains(vm.Name, "worker") {
+			return fmt.Sprintf("/qemu/%d/", vm.VMID)
+		}
+	}
+	t.Fatal("no worker VM")
+	return ""
 }
