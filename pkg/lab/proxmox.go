@@ -81,7 +81,16 @@ func (b *bridge) release(vmid int) (netip.Addr, bool) {
 // config or else one the bridge's DHCP leases (which the guest agent then
 // reports); stopping or deleting the VM takes the node down.
 func (l *Lab) startProxmox() error {
-	pve, err := proxmox.Start(l.ctx, proxmox.Options{Injector: l.inj, Recorder: l.rec, DatacenterFirewall: true})
+	pve, err := proxmox.Start(l.ctx, proxmox.Options{
+		Injector: l.inj, Recorder: l.rec, DatacenterFirewall: true,
+		// A fresh PVE install's storages, and a second one for VM disks (a
+		// ZFS pool), so that moving proxmox.storage can be tried.
+		Storages: []proxmox.Storage{
+			{ID: "local", Type: "dir", Content: []string{"backup", "iso", "vztmpl"}},
+			{ID: "local-lvm", Type: "lvmthin", Content: []string{"images", "rootdir"}},
+			{ID: "local-zfs", Type: "zfspool", Content: []string{"images", "rootdir"}},
+		},
+	})
 	if err != nil {
 		return err
 	}

@@ -269,11 +269,15 @@ func (s *Server) nodeNetwork(c *call) (any, error) {
 	out := []map[string]any{}
 	if typ == "" || typ == "bridge" || typ == "any_bridge" || typ == "any_local_bridge" {
 		for i, b := range n.Bridges {
-			out = append(out, map[string]any{
+			iface := map[string]any{
 				"iface": b, "type": "bridge", "active": 1, "autostart": 1, "priority": 10 + i,
 				"bridge_ports": fmt.Sprintf("eno%d", i+1), "bridge_stp": "off", "bridge_fd": "0",
 				"families": []string{"inet"}, "method": "manual", "method6": "manual",
-			})
+			}
+			if mtu := s.opts.BridgeMTU[b]; mtu > 0 {
+				iface["mtu"] = strconv.Itoa(mtu)
+			}
+			out = append(out, iface)
 		}
 	}
 	if typ == "any_bridge" {

@@ -226,10 +226,14 @@ func (s *Server) localVNets(node string) []map[string]any {
 		if !zoneOnNode(live, v["zone"], node) {
 			continue
 		}
-		out = append(out, map[string]any{
+		iface := map[string]any{
 			"iface": id, "type": "vnet", "active": "1", "vlanaware": b2i(v["vlanaware"] == "1"),
 			"ipam": b2i(live[SDNZones][v["zone"]]["ipam"] != ""), "comments": v["alias"],
-		})
+		}
+		if mtu := live[SDNZones][v["zone"]]["mtu"]; mtu != "" {
+			iface["mtu"] = mtu
+		}
+		out = append(out, iface)
 	}
 	return out
 }

@@ -44,6 +44,10 @@ type Options struct {
 	Storages []Storage
 	// Bridges are the Linux bridges every node has (default vmbr0).
 	Bridges []string
+	// BridgeMTU is the MTU a bridge reports in a node's network listing
+	// (any node's bridge of that name); a bridge not in it reports none,
+	// as PVE does for the default 1500.
+	BridgeMTU map[string]int
 	// Tokens are the API tokens (default: DefaultTokenID with every
 	// privilege on "/").
 	Tokens []Token
