@@ -203,7 +203,7 @@ func (f *Follower) Sync(ctx context.Context) error {
 	}
 	for id, n := range f.nodes {
 		if _, ok := want[id]; !ok || addrs[id] != n.addr {
-			f.lab.fleet.Destroy(n.addr)
+			f.lab.destroyNode(n.addr)
 			delete(f.nodes, id)
 		}
 	}

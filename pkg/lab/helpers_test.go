@@ -19,6 +19,8 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
 	"github.com/siderolabs/talos/pkg/machinery/client"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/lab"
@@ -27,6 +29,15 @@ import (
 	"github.com/talosc/talosc/pkg/talos/identity"
 	"github.com/talosc/talosc/pkg/talos/machineconfig"
 )
+
+// needKubeAPIServer skips a test that starts real kube-apiservers in -short
+// runs, unless the prebuilt binary is at hand.
+func needKubeAPIServer(t *testing.T) {
+	t.Helper()
+	if testing.Short() && os.Getenv("TALOSC_KUBE_APISERVER") == "" {
+		t.Skip("needs the lab's kube-apiserver binary (TALOSC_KUBE_APISERVER); not in -short")
+	}
+}
 
 // eventually polls fn until it succeeds or the budget runs out.
 func eventually(tb testing.TB, what string, budget time.Duration, fn func() error) {
@@ -176,6 +187,28 @@ func bootstrap(tb testing.TB, c *client.Client, nctx context.Context) {
 		}
 		return err
 	})
+}
+
+// kubeClient is a clientset on the admin kubeconfig the control plane
+// behind nctx hands out (its API's URL and CA), with 2 s call timeouts.
+func kubeClient(tb testing.TB, tc *client.Client, nctx context.Context) kubernetes.Interface {
+	tb.Helper()
+	var kubeconfig []byte
+	eventually(tb, "kubeconfig", 10*time.Second, func() error {
+		var err error
+		kubeconfig, err = tc.Kubeconfig(nctx)
+		return err
+	})
+	rc, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	rc.Timeout = 2 * time.Second
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return cs
 }
 
 // loadCluster is an OpenStack cluster.yaml on cidr with the given pools.

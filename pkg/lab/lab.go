@@ -20,7 +20,6 @@ import (
 
 	"github.com/talosc/talosc/pkg/lab/argocd"
 	"github.com/talosc/talosc/pkg/lab/imagefactory"
-	"github.com/talosc/talosc/pkg/lab/kubeapi"
 	"github.com/talosc/talosc/pkg/lab/labnet"
 	"github.com/talosc/talosc/pkg/lab/openstack"
 	"github.com/talosc/talosc/pkg/lab/proxmox"
@@ -167,7 +166,7 @@ func (l *Lab) start(o Options) error {
 		l.ArgoCD = m
 		l.add(Endpoint{Name: "argocd-management", URL: m.URL()}, m.Close)
 	}
-	l.kube = &kubernetes{lab: l, servers: map[string]*kubeapi.Server{}}
+	l.kube = newKubernetes(l)
 	timing := talosnode.DefaultTiming()
 	if o.NodesBoot > 0 {
 		timing.Boot = o.NodesBoot
@@ -182,8 +181,9 @@ func (l *Lab) start(o Options) error {
 	})
 	l.vips = &vips{lab: l, delay: cmp.Or(o.VIPFailover, DefaultVIPFailover), byCluster: map[string]*vip{}}
 	l.nodeKnobs = &nodeKnobs{fleet: l.fleet, pending: map[netip.Addr]talosnode.Knobs{}}
-	// closers run backwards: the VIPs stop before the fleet powers off
-	l.closers = append(l.closers, l.fleet.Close, l.vips.close)
+	// closers run backwards: the Kubernetes APIs, then the VIPs stop before
+	// the fleet powers off
+	l.closers = append(l.closers, l.fleet.Close, l.vips.close, l.kube.close)
 	switch {
 	case o.Follow != nil:
 		return l.startFollow(*o.Follow)
@@ -212,11 +212,33 @@ func (l *Lab) schematic(id string) ([]talosnode.Extension, bool) {
 	return exts, ok
 }
 
+// add lists e among the services; Close calls closeFn (unless nil).
 func (l *Lab) add(e Endpoint, closeFn func() error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.services = append(l.services, e)
-	l.closers = append(l.closers, closeFn)
+	if closeFn != nil {
+		l.closers = append(l.closers, closeFn)
+	}
+}
+
+// removeService drops the service named name from the list.
+func (l *Lab) removeService(name string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.services = slices.DeleteFunc(l.services, func(e Endpoint) bool { return e.Name == name })
+}
+
+// destroyNode deletes the Talos node at addr with its VM or server; the
+// last control plane of a cluster takes the cluster's API with it.
+func (l *Lab) destroyNode(addr netip.Addr) {
+	n, ok := l.fleet.Node(addr)
+	if !ok {
+		return
+	}
+	cluster := n.Status().Cluster
+	l.fleet.Destroy(addr)
+	l.kube.stopIfGone(cluster)
 }
 
 // Close stops every service, in reverse start order.

@@ -43,7 +43,7 @@ func (l *Lab) onOpenStack(ev openstack.Event) {
 		_ = l.bootServer(ev.Server.Name, addr, ev.UserData)
 	case openstack.ServerDeleted, openstack.ServerError:
 		if addr, ok := serverAddress(ev); ok {
-			l.fleet.Destroy(addr)
+			l.destroyNode(addr)
 		}
 	case openstack.FloatingIPAssociated:
 		fip, err1 := netip.ParseAddr(ev.FloatingIP.FloatingIPAddress)

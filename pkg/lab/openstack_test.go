@@ -3,7 +3,6 @@ package lab_test
 import (
 	"context"
 	"errors"
-	"os"
 	"testing"
 	"time"
 
@@ -21,9 +20,7 @@ import (
 // over mTLS, bootstraps, and brings up the real Kubernetes API on the VIP.
 func TestOpenStackServerBootsATalosNode(t *testing.T) {
 	t.Parallel()
-	if testing.Short() && os.Getenv("TALOSC_KUBE_APISERVER") == "" {
-		t.Skip("needs the lab's kube-apiserver binary (TALOSC_KUBE_APISERVER); not in -short")
-	}
+	needKubeAPIServer(t)
 	ctx := t.Context()
 	l, err := lab.Start(ctx, lab.Options{Provider: lab.ProviderOpenStack, NodesBoot: 10 * time.Millisecond, Logf: t.Logf})
 	if err != nil {

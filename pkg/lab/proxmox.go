@@ -117,7 +117,7 @@ func (l *Lab) onProxmox(ev proxmox.Event) {
 		}
 	case proxmox.VMDeleted:
 		if addr, ok := l.bridge.release(ev.VMID); ok {
-			l.fleet.Destroy(addr)
+			l.destroyNode(addr)
 		}
 	}
 }

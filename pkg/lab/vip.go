@@ -80,6 +80,19 @@ func (vs *vips) attach(cluster string, srv *kubeapi.Server) {
 	}
 }
 
+// forget stops tracking the cluster's VIP: its last control plane is gone,
+// and a new cluster of the same name may take the address (or another).
+func (vs *vips) forget(cluster string) {
+	vs.mu.Lock()
+	defer vs.mu.Unlock()
+	if v, ok := vs.byCluster[cluster]; ok {
+		if v.failover != nil {
+			v.failover.Stop()
+		}
+		delete(vs.byCluster, cluster)
+	}
+}
+
 // onNodeEvent moves VIPs as their owners go down and eligible nodes come up.
 func (vs *vips) onNodeEvent(ev talosnode.Event) {
 	vs.mu.Lock()
@@ -112,7 +125,7 @@ func (vs *vips) loseLocked(v *vip) {
 		vs.mu.Lock()
 		defer vs.mu.Unlock()
 		v.failover = nil
-		if !vs.closed {
+		if !vs.closed && vs.byCluster[v.Cluster] == v {
 			vs.electLocked(v)
 		}
 	})

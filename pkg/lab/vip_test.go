@@ -4,15 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"os"
 	"slices"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/talosc/talosc/pkg/lab"
 )
@@ -23,9 +20,7 @@ import (
 // connections; the first control plane back takes the VIP.
 func TestAPIVIPFailsOver(t *testing.T) {
 	t.Parallel()
-	if testing.Short() && os.Getenv("TALOSC_KUBE_APISERVER") == "" {
-		t.Skip("needs the lab's kube-apiserver binary (TALOSC_KUBE_APISERVER); not in -short")
-	}
+	needKubeAPIServer(t)
 	ctx := t.Context()
 	l, err := lab.Start(ctx, lab.Options{Provider: lab.ProviderOpenStack, NodesBoot: 10 * time.Millisecond, VIPFailover: 100 * time.Millisecond, Logf: t.Logf})
 	if err != nil {
@@ -43,21 +38,7 @@ func TestAPIVIPFailsOver(t *testing.T) {
 	}
 	tc, nctx := c.talos(cps[0].String())
 	bootstrap(t, tc, nctx)
-	var kubeconfig []byte
-	eventually(t, "kubeconfig", 10*time.Second, func() error {
-		var err error
-		kubeconfig, err = tc.Kubeconfig(nctx)
-		return err
-	})
-	rc, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc.Timeout = 2 * time.Second
-	cs, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs := kubeClient(t, tc, nctx)
 	api := func() error {
 		_, err := cs.Discovery().ServerVersion()
 		return err
