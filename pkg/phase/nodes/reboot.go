@@ -12,13 +12,13 @@ import (
 	"github.com/talosc/talosc/pkg/provider"
 )
 
-// restartPending restarts the machines whose sizing waits for a provider
-// restart (reference §3.1 step 11, I-R11). Without --reboot it only warns.
-// With it, one machine at a time, control planes first: the provider
-// restart (through the plan, so a dry run lists them in order), the Talos
-// API reachable again, then health: Talos's server-side check for a
-// control plane, with no Kubernetes fallback, or the node Ready again for
-// a worker. An unhealthy cluster stops the rollout.
+// restartPending restarts the machines whose sizing or NIC changes wait
+// for a provider restart (reference §3.1 step 11, I-R11). Without --reboot
+// it only warns. With it, one machine at a time, control planes first:
+// the provider restart (through the plan, so a dry run lists them in
+// order), the Talos API reachable again, then health: Talos's server-side
+// check for a control plane, with no Kubernetes fallback, or the node
+// Ready again for a worker. An unhealthy cluster stops the rollout.
 func (r *run) restartPending(ctx context.Context, inv *provider.Inventory) error {
 	hosts, err := r.cloud.PendingRestart(ctx, r.cfg, inv)
 	if err != nil || len(hosts) == 0 {
@@ -40,7 +40,7 @@ func (r *run) restartPending(ctx context.Context, inv *provider.Inventory) error
 		for i, m := range order {
 			names[i] = m.Hostname
 		}
-		r.in.Out.Warn("%d node(s) need a restart to pick up their new sizing: %s -- rerun with converge --reboot", len(order), strings.Join(names, ", "))
+		r.in.Out.Warn("%d node(s) need a restart to pick up pending sizing or NIC changes: %s -- rerun with converge --reboot", len(order), strings.Join(names, ", "))
 		return nil
 	}
 	for _, m := range order {

@@ -76,8 +76,8 @@ func TestSizingDriftThenReboot(t *testing.T) {
 		"update rb-controlplane-01 (cores 2 -> 4 (at next restart))",
 		"update rb-worker-01 (memory 4 GB -> 8 GB (at next restart), disk 20 -> 30 GB (at next restart))",
 	}
-	cpRestart := "update rb-controlplane-01 (restart to apply pending sizing)"
-	workerRestart := "update rb-worker-01 (restart to apply pending sizing)"
+	cpRestart := "update rb-controlplane-01 (restart to apply pending sizing / NIC MTU)"
+	workerRestart := "update rb-worker-01 (restart to apply pending sizing / NIC MTU)"
 	// provider.Plan.Changes sorts each run of one action and kind by name.
 	if got, want := vmChanges(sec), []string{sizing[0], cpRestart, sizing[1], workerRestart}; !slices.Equal(got, want) {
 		t.Errorf("plan --reboot changes\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -93,7 +93,7 @@ func TestSizingDriftThenReboot(t *testing.T) {
 	if got := vmChanges(sec); !slices.Equal(got, sizing) {
 		t.Errorf("converge changes %v, want %v", got, sizing)
 	}
-	if w := "2 node(s) need a restart to pick up their new sizing: rb-controlplane-01, rb-worker-01 -- rerun with converge --reboot"; !strings.Contains(stderr, w) {
+	if w := "2 node(s) need a restart to pick up pending sizing or NIC changes: rb-controlplane-01, rb-worker-01 -- rerun with converge --reboot"; !strings.Contains(stderr, w) {
 		t.Errorf("no restart warning %q:\n%s", w, stderr)
 	}
 	for _, c := range d.lab.Recorder().Mutations() {

@@ -82,6 +82,8 @@ type Cloud struct {
 	client  *goproxmox.Client
 	// pre caches Preflight's Environment (preflight.go).
 	pre preflightCache
+	// configs caches the VM configs read in this run (vmconfig.go).
+	configs configCache
 }
 
 var _ provider.Cloud = (*Cloud)(nil)

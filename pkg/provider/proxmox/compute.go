@@ -209,19 +209,10 @@ func vmConfig(cluster *config.Cluster, j vmJob, vmid int) map[string]any {
 		"boot":        "order=scsi0;ide2",
 		"smbios1":     "uuid=" + uuid.NewSHA1(uuid.NameSpaceDNS, []byte("taloscluster:"+cluster.Name+":"+host)).String(),
 	}
-	if ext, extNet := px.Network.External, cluster.Network.External; ext != nil && extNet != nil {
-		conf["net1"] = nic(machineconfig.MAC(cluster.Name, host, 1), ext.Bridge, extNet.VLAN)
+	if bridge, vlan, ok := externalNIC(cluster); ok {
+		conf["net1"] = nic(machineconfig.MAC(cluster.Name, host, 1), bridge, vlan)
 	}
 	return conf
-}
-
-// nic is a virtio NIC with the Proxmox firewall on.
-func nic(mac, bridge string, vlan int) string {
-	s := "virtio=" + mac + ",bridge=" + bridge + ",firewall=1"
-	if vlan > 0 {
-		s += ",tag=" + strconv.Itoa(vlan)
-	}
-	return s
 }
 
 // createVM uploads the machine's cidata ISO, allocates a VMID and creates
@@ -259,6 +250,7 @@ func (c *Cloud) postVM(ctx context.Context, cluster *config.Cluster, j vmJob, al
 		alloc.Unlock()
 		return 0, fmt.Errorf("allocate a VMID: cluster/nextid answered %q", next)
 	}
+	defer c.configs.forget(j.node, vmid)
 	var upid goproxmox.UPID
 	err = c.client.Post(ctx, "/nodes/"+j.node+"/qemu", vmConfig(cluster, j, vmid), &upid)
 	alloc.Unlock()
@@ -281,6 +273,7 @@ func (c *Cloud) startVM(ctx context.Context, vm vmTarget, why string, plan *prov
 
 // power runs a VM power task (start, stop) and waits for it.
 func (c *Cloud) power(ctx context.Context, vm vmTarget, op string) error {
+	defer c.configs.forget(vm.node, vm.vmid) // a start applies pending changes
 	what := fmt.Sprintf("%s VM %d on %s", op, vm.vmid, vm.node)
 	var upid goproxmox.UPID
 	if err := c.client.Post(ctx, vmPath(vm.node, vm.vmid)+"/status/"+op, nil, &upid); err != nil {

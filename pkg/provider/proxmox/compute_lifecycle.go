@@ -28,9 +28,10 @@ func targets(inv *provider.Inventory) ([]vmTarget, error) {
 	return out, errors.Join(errs...)
 }
 
-// ReconcileMachines keeps each owned VM's firewall and sizing (cores and
-// memory pending until the next restart, disk growth), then starts the
-// stopped VMs, which applies their pending sizing (through plan), at most
+// ReconcileMachines keeps each owned VM's firewall and config (sizing:
+// cores and memory pending until the next restart, disk growth; NICs
+// still carrying mtu= on stopped VMs), then starts the stopped VMs, which
+// applies their pending sizing (through plan), at most
 // provider.MaxConcurrent VMs at a time.
 func (c *Cloud) ReconcileMachines(ctx context.Context, cluster *config.Cluster, inv *provider.Inventory, plan *provider.Plan) error {
 	vms, err := targets(inv)
@@ -44,7 +45,7 @@ func (c *Cloud) ReconcileMachines(ctx context.Context, cluster *config.Cluster, 
 		return nil
 	})
 	stage(ctx, errs, func(ctx context.Context, i int) error {
-		if err := c.reconcileSizing(ctx, cluster, vms[i], inv.Machines[i], plan); err != nil {
+		if err := c.reconcileConfig(ctx, cluster, vms[i], inv.Machines[i], plan); err != nil {
 			return fmt.Errorf("VM %s: %w", vms[i].host, err)
 		}
 		return nil
@@ -99,8 +100,8 @@ func (c *Cloud) FinalizeMachines(ctx context.Context, cluster *config.Cluster, i
 		change := state.Change{Action: state.ActionDelete, Kind: KindCidata, Name: vm.host, Detail: detail}
 		return plan.Do(ctx, change, func(ctx context.Context) error {
 			if attached {
-				if err := c.client.Put(ctx, vmPath(vm.node, vm.vmid)+"/config", map[string]string{"delete": "ide3"}, nil); err != nil {
-					return fmt.Errorf("detach ide3 of VM %d: %w", vm.vmid, err)
+				if err := c.putConfig(ctx, vm, map[string]string{"delete": "ide3"}); err != nil {
+					return fmt.Errorf("detach ide3: %w", err)
 				}
 			}
 			return c.deleteCidata(ctx, cluster, vm.node, vm.host)
@@ -161,6 +162,7 @@ func (c *Cloud) destroyVM(ctx context.Context, cluster *config.Cluster, vm vmTar
 			return err
 		}
 	}
+	defer c.configs.forget(vm.node, vm.vmid)
 	what := fmt.Sprintf("delete VM %d on %s", vm.vmid, vm.node)
 	var upid goproxmox.UPID
 	if err := c.client.Delete(ctx, vmPath(vm.node, vm.vmid)+"?purge=1", &upid); err != nil {

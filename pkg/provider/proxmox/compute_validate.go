@@ -12,9 +12,11 @@ import (
 )
 
 // ValidateMachines refuses what Proxmox cannot change on existing VMs: a
-// disk shrink, a move to another node, another proxmox.storage and
-// another cluster bridge, every one at once. It reads the config of each
-// existing desired VM and mutates nothing.
+// disk shrink, a move to another node, another proxmox.storage, NIC
+// changes (the cluster bridge or VLAN, the external NIC added, removed,
+// moved or retagged) and, with managed SDN, a running address the static
+// layout no longer computes, every one at once. It reads the config of
+// each existing desired VM and mutates nothing.
 func (c *Cloud) ValidateMachines(ctx context.Context, cluster *config.Cluster, desired []config.Machine, inv *provider.Inventory) error {
 	type existing struct {
 		want config.Machine
@@ -39,6 +41,7 @@ func (c *Cloud) ValidateMachines(ctx context.Context, cluster *config.Cluster, d
 	}
 	px := cluster.Proxmox
 	r := provider.Refusals{What: "VM(s)"}
+	var renumbered []string
 	for _, e := range list {
 		pool, key, ok := cluster.PoolOf(e.want.Pool)
 		if !ok {
@@ -55,35 +58,36 @@ func (c *Cloud) ValidateMachines(ctx context.Context, cluster *config.Cluster, d
 		if storage != "" && storage != px.Storage {
 			r.Add("proxmox.storage", storage, px.Storage, host, "disks stay on the storage they were created on")
 		}
-		if bridge, want := option(e.conf["net0"], "bridge"), clusterBridge(cluster); bridge != "" && bridge != want {
-			r.Add("proxmox.network.cluster", bridge, want, host, "the cluster NIC's bridge is set when a VM is created")
+		for _, n := range nicChanges(cluster, e.conf) {
+			r.Add(n.key, n.have, n.want, host, n.why)
+		}
+		if moved := sdnRenumbered(cluster, e.want, e.have); moved != "" {
+			renumbered = append(renumbered, moved)
 		}
 	}
-	return r.Err()
+	return errors.Join(r.Err(), renumberError(renumbered))
 }
 
-// readConfig reads a VM's config (pending changes applied), values as
-// strings.
-func (c *Cloud) readConfig(ctx context.Context, host, node string, vmid int) (map[string]string, error) {
-	return c.readConfigView(ctx, host, node, vmid, false)
+// sdnRenumbered describes, as "<host> <running> -> <computed>", an
+// existing VM whose managed-SDN static address the layout now computes
+// differently from the one it runs with (the guest agent's); "" when it
+// does not (or no address is known).
+func sdnRenumbered(cluster *config.Cluster, want config.Machine, have provider.Machine) string {
+	addr, ok := cluster.SDNAddress(want)
+	if !ok || !have.Address.IsValid() || have.Address == addr {
+		return ""
+	}
+	return fmt.Sprintf("%s %s -> %s", want.Hostname, have.Address, addr)
 }
 
-// readConfigView reads a VM's config, values as strings: with current,
-// what the VM runs with (config?current=1, pending changes left out).
-func (c *Cloud) readConfigView(ctx context.Context, host, node string, vmid int, current bool) (map[string]string, error) {
-	path, what := vmPath(node, vmid)+"/config", "config"
-	if current {
-		path, what = path+"?current=1", "running config"
+// renumberError refuses renumbering running nodes (reference §5.3: the
+// static layout gives worker pool i, in file order, its own block).
+func renumberError(renumbered []string) error {
+	if len(renumbered) == 0 {
+		return nil
 	}
-	var raw map[string]any
-	if err := c.client.Get(ctx, path, &raw); err != nil {
-		return nil, fmt.Errorf("read the %s of VM %s (%d on %s): %w", what, host, vmid, node, err)
-	}
-	conf := make(map[string]string, len(raw))
-	for k, v := range raw {
-		conf[k] = fmt.Sprint(v)
-	}
-	return conf, nil
+	return fmt.Errorf("managed SDN would renumber existing VM(s) (%s): their running address is not the one the static layout now computes; worker pool changes renumber later pools (a pool added before or between the existing ones, a pool removed or reordered, or another network.cluster.cidr): add new pools after the existing ones and keep the pool order and network.cluster.cidr, or recreate those machines",
+		strings.Join(renumbered, ", "))
 }
 
 // option is one key=value option of a Proxmox property string.

@@ -2,11 +2,12 @@ package proxmox
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
-
-	goproxmox "github.com/luthermonson/go-proxmox"
+	"slices"
+	"strconv"
 
 	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/provider"
@@ -53,7 +54,9 @@ func (c *Cloud) DestroyNetwork(ctx context.Context, cluster *config.Cluster, pla
 }
 
 // checkBridges refuses a cluster bridge, VNet or external bridge missing
-// on a compute node, naming the key.
+// on a compute node, naming the key, and warns when one's MTU is below
+// the configured network MTU (the VM NICs inherit it), with one network
+// read per node.
 func (c *Cloud) checkBridges(ctx context.Context, cluster *config.Cluster, env *Environment) error {
 	net := cluster.Proxmox.Network
 	var problems []error
@@ -61,26 +64,68 @@ func (c *Cloud) checkBridges(ctx context.Context, cluster *config.Cluster, env *
 		problems = append(problems, fmt.Errorf("proxmox.network.cluster.vnet: SDN VNet %q does not exist (or the token lacks SDN.Audit on it); create and apply it, or fix the name", net.Cluster.VNet))
 	}
 	for _, n := range env.Nodes {
-		var ifaces []goproxmox.NodeNetwork
-		if err := c.client.Get(ctx, "/nodes/"+url.PathEscape(n.Name)+"/network?type=any_bridge", &ifaces); err != nil {
-			return fmt.Errorf("proxmox: list the bridges of node %s: %w", n.Name, err)
+		bridges, err := c.nodeBridges(ctx, n.Name)
+		if err != nil {
+			return err
 		}
-		has := func(name string) bool {
-			for _, i := range ifaces {
-				if i.Iface == name {
-					return true
-				}
-			}
-			return false
-		}
-		if b := net.Cluster.Bridge; b != "" && !has(b) {
+		if b := net.Cluster.Bridge; b != "" && !slices.ContainsFunc(bridges, bridgeNamed(b)) {
 			problems = append(problems, fmt.Errorf("proxmox.network.cluster.bridge: bridge %q does not exist on node %s; create it there or pick an existing bridge", b, n.Name))
 		}
-		if ext := net.External; ext != nil && !has(ext.Bridge) {
+		if ext := net.External; ext != nil && !slices.ContainsFunc(bridges, bridgeNamed(ext.Bridge)) {
 			problems = append(problems, fmt.Errorf("proxmox.network.external.bridge: bridge %q does not exist on node %s; create it there or pick an existing bridge", ext.Bridge, n.Name))
 		}
+		c.warnBridgeMTU(cluster, n.Name, bridges)
 	}
 	return errors.Join(problems...)
+}
+
+// warnBridgeMTU warns about the node's cluster and external bridges whose
+// MTU is below network.cluster.mtu or network.external.mtu.
+func (c *Cloud) warnBridgeMTU(cluster *config.Cluster, node string, bridges []bridge) {
+	check := func(name string, want int, key string) {
+		i := slices.IndexFunc(bridges, bridgeNamed(name))
+		if i < 0 {
+			return
+		}
+		if have := bridges[i].mtu(); have < want {
+			c.opts.Logf("warning: node %s: bridge %s has MTU %d, below %s %d; the VM NICs inherit the bridge MTU, so larger packets are dropped: raise the bridge's MTU or lower %s",
+				node, name, have, key, want, key)
+		}
+	}
+	check(clusterBridge(cluster), cluster.Network.Cluster.MTU, "network.cluster.mtu")
+	if ext := cluster.Network.External; ext != nil && cluster.Proxmox.Network.External != nil {
+		check(cluster.Proxmox.Network.External.Bridge, ext.MTU, "network.external.mtu")
+	}
+}
+
+// bridge is a bridge or VNet as nodes/<node>/network lists it.
+type bridge struct {
+	Iface string `json:"iface"`
+	// MTU is absent for the default 1500; PVE answers it as a string.
+	MTU json.Number `json:"mtu"`
+}
+
+// mtu is the bridge's MTU, 1500 when it reports none.
+func (b bridge) mtu() int {
+	if n, err := strconv.Atoi(b.MTU.String()); err == nil && n > 0 {
+		return n
+	}
+	return config.DefaultMTU
+}
+
+func bridgeNamed(name string) func(bridge) bool {
+	return func(b bridge) bool { return b.Iface == name }
+}
+
+// nodeBridges lists the bridges and VNets of node.
+func (c *Cloud) nodeBridges(ctx context.Context, node string) ([]bridge, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.opts.RequestTimeout)
+	defer cancel()
+	var out []bridge
+	if err := c.client.Get(ctx, "/nodes/"+url.PathEscape(node)+"/network?type=any_bridge", &out); err != nil {
+		return nil, fmt.Errorf("proxmox: list the bridges of node %s: %w", node, err)
+	}
+	return out, nil
 }
 
 // networkResult is the endpoints and attachments: the API VIP of

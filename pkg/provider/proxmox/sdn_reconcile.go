@@ -246,14 +246,11 @@ func (c *Cloud) verifyVNet(ctx context.Context, vnet string, env *Environment) e
 	for {
 		var missing []string
 		for _, n := range env.Nodes {
-			var ifaces []goproxmox.NodeNetwork
-			rctx, cancel := context.WithTimeout(ctx, c.opts.RequestTimeout)
-			err := c.client.Get(rctx, "/nodes/"+url.PathEscape(n.Name)+"/network?type=any_bridge", &ifaces)
-			cancel()
+			bridges, err := c.nodeBridges(ctx, n.Name)
 			if err != nil {
-				return fmt.Errorf("proxmox: list the bridges of node %s: %w", n.Name, err)
+				return err
 			}
-			if !slices.ContainsFunc(ifaces, func(i goproxmox.NodeNetwork) bool { return i.Iface == vnet }) {
+			if !slices.ContainsFunc(bridges, bridgeNamed(vnet)) {
 				missing = append(missing, n.Name)
 			}
 		}

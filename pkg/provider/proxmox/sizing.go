@@ -71,74 +71,102 @@ func withTag(conf map[string]string, tag string, add bool) string {
 	return strings.Join(tags, ";")
 }
 
-// reconcileSizing makes a VM's cores, memory and disk the pool's (through
-// plan, one change per VM). Cores and memory are written to the config,
-// where Proxmox keeps them pending until the next restart of a running
-// VM; a grown disk is resized at once and, on a running VM, tagged
-// TagPendingResize so the restart it needs is found later (a stopped VM
-// loses the tag: its start applies everything). A smaller
-// disk is left alone (ValidateMachines refuses it); a machine whose pool
-// is no longer in cluster.yaml too.
-func (c *Cloud) reconcileSizing(ctx context.Context, cluster *config.Cluster, vm vmTarget, m provider.Machine, plan *provider.Plan) error {
-	pool, _, ok := cluster.PoolOf(m.Pool)
-	if !ok {
-		return nil
-	}
+// configUpdate is one planned update of a VM config: the PUT body, what
+// it changes, and the size in GB to grow the disk to (0: none).
+type configUpdate struct {
+	body    map[string]string
+	details []string
+	growGB  int
+}
+
+// reconcileConfig keeps a VM's config (through plan, one change per VM):
+// its sizing (sizing, below; none for a machine whose pool is no longer
+// in cluster.yaml) and, on a stopped VM, NICs that still carry
+// mtu= rewritten to inherit the bridge MTU. A running VM keeps such a NIC
+// until its next --reboot (re-plugging a live NIC kills flannel's VXLAN):
+// PendingRestart lists it and RestartMachine rewrites it. NICs without
+// the Proxmox firewall are warned about.
+func (c *Cloud) reconcileConfig(ctx context.Context, cluster *config.Cluster, vm vmTarget, m provider.Machine, plan *provider.Plan) error {
 	conf, err := c.readConfig(ctx, vm.host, vm.node, vm.vmid)
 	if err != nil {
 		return err
 	}
-	have, want := sizingOf(conf), desiredSizing(pool)
+	for _, k := range unfirewalledNICs(conf) {
+		c.opts.Logf("warning: VM %s: NIC %s has no firewall=1, so the security allowlists are NOT enforced on it; turn the firewall on for that NIC (Hardware > Network Device > Firewall)",
+			vm.host, k)
+	}
 	running := m.Status == "running"
-	when := "at next start"
-	if running {
-		when = "at next restart"
+	u := configUpdate{body: map[string]string{}}
+	if pool, _, ok := cluster.PoolOf(m.Pool); ok {
+		u.sizing(conf, desiredSizing(pool), running)
 	}
-	var details []string
-	body := map[string]string{}
-	if have.cores != want.cores {
-		body["cores"] = strconv.Itoa(want.cores)
-		details = append(details, fmt.Sprintf("cores %d -> %d (%s)", have.cores, want.cores, when))
+	if m.Status == "stopped" {
+		nics := nicsWithMTU(conf)
+		for _, k := range sortedKeys(nics) {
+			u.body[k] = nics[k]
+			u.details = append(u.details, fmt.Sprintf("%s mtu=%s removed (inherits the bridge MTU)", k, option(conf[k], "mtu")))
+		}
 	}
-	if have.memoryMB != want.memoryMB {
-		body["memory"] = strconv.Itoa(want.memoryMB)
-		details = append(details, fmt.Sprintf("memory %s -> %s (%s)", memory(have.memoryMB), memory(want.memoryMB), when))
-	}
-	grow := have.diskGB > 0 && want.diskGB > have.diskGB
-	if grow {
-		details = append(details, fmt.Sprintf("disk %d -> %d GB (%s)", have.diskGB, want.diskGB, when))
-	}
-	switch tagged := hasTag(conf, TagPendingResize); {
-	case grow && running && !tagged:
-		body["tags"] = withTag(conf, TagPendingResize, true)
-	case !running && tagged:
-		// The start ReconcileMachines plans next applies the grown disk.
-		body["tags"] = withTag(conf, TagPendingResize, false)
-		details = append(details, "disk resize applied at start")
-	}
-	if len(details) == 0 {
+	if len(u.details) == 0 {
 		return nil
 	}
-	change := state.Change{Action: state.ActionUpdate, Kind: KindVM, Name: vm.host, Detail: strings.Join(details, ", ")}
+	change := state.Change{Action: state.ActionUpdate, Kind: KindVM, Name: vm.host, Detail: strings.Join(u.details, ", ")}
 	return plan.Do(ctx, change, func(ctx context.Context) error {
 		// The tag goes first: a resize that fails after it leaves only a
 		// harmless extra restart, a tag that fails after the resize would
 		// lose the restart the disk needs.
-		if len(body) > 0 {
-			if err := c.client.Put(ctx, vmPath(vm.node, vm.vmid)+"/config", body, nil); err != nil {
-				return fmt.Errorf("update the config of VM %d: %w", vm.vmid, err)
+		if len(u.body) > 0 {
+			if err := c.putConfig(ctx, vm, u.body); err != nil {
+				return err
 			}
 		}
-		if grow {
-			return c.resizeDisk(ctx, vm, want.diskGB)
+		if u.growGB > 0 {
+			return c.resizeDisk(ctx, vm, u.growGB)
 		}
 		return nil
 	})
 }
 
+// sizing adds the changes that give a VM's cores, memory and disk the
+// sizes of want. Cores and memory are written to the config, where
+// Proxmox keeps them pending until the next restart of a running VM; a
+// grown disk is resized at once and, on a running VM, tagged
+// TagPendingResize so the restart it needs is found later (a stopped VM
+// loses the tag: its start applies everything). A smaller disk is left
+// alone (ValidateMachines refuses it).
+func (u *configUpdate) sizing(conf map[string]string, want sizing, running bool) {
+	have := sizingOf(conf)
+	when := "at next start"
+	if running {
+		when = "at next restart"
+	}
+	if have.cores != want.cores {
+		u.body["cores"] = strconv.Itoa(want.cores)
+		u.details = append(u.details, fmt.Sprintf("cores %d -> %d (%s)", have.cores, want.cores, when))
+	}
+	if have.memoryMB != want.memoryMB {
+		u.body["memory"] = strconv.Itoa(want.memoryMB)
+		u.details = append(u.details, fmt.Sprintf("memory %s -> %s (%s)", memory(have.memoryMB), memory(want.memoryMB), when))
+	}
+	grow := have.diskGB > 0 && want.diskGB > have.diskGB
+	if grow {
+		u.growGB = want.diskGB
+		u.details = append(u.details, fmt.Sprintf("disk %d -> %d GB (%s)", have.diskGB, want.diskGB, when))
+	}
+	switch tagged := hasTag(conf, TagPendingResize); {
+	case grow && running && !tagged:
+		u.body["tags"] = withTag(conf, TagPendingResize, true)
+	case !running && tagged:
+		// The start ReconcileMachines plans next applies the grown disk.
+		u.body["tags"] = withTag(conf, TagPendingResize, false)
+		u.details = append(u.details, "disk resize applied at start")
+	}
+}
+
 // resizeDisk grows scsi0 to gb and waits for the task (Proxmox answers
 // with a task id, or nothing on older versions).
 func (c *Cloud) resizeDisk(ctx context.Context, vm vmTarget, gb int) error {
+	defer c.configs.forget(vm.node, vm.vmid)
 	what := fmt.Sprintf("resize scsi0 of VM %d on %s to %d GB", vm.vmid, vm.node, gb)
 	var upid goproxmox.UPID
 	if err := c.client.Put(ctx, vmPath(vm.node, vm.vmid)+"/resize", map[string]string{"disk": "scsi0", "size": fmt.Sprintf("%dG", gb)}, &upid); err != nil {
@@ -150,12 +178,13 @@ func (c *Cloud) resizeDisk(ctx context.Context, vm vmTarget, gb int) error {
 	return c.wait(ctx, what, goproxmox.NewTask(upid, c.client))
 }
 
-// PendingRestart lists the running owned VMs whose sizing waits for a
-// Proxmox restart: cores or memory pending (the config differs from
-// config?current=1, what the VM runs with), the TagPendingResize tag, or,
-// for a plan that has not written them yet, cores, memory or disk growth
-// that ReconcileMachines is about to make. Stopped VMs need none: the
-// start that ReconcileMachines plans applies everything.
+// PendingRestart lists the running owned VMs that wait for a Proxmox
+// restart: cores or memory pending (the config with its pending changes
+// differs from what the VM runs with), the TagPendingResize tag, a
+// NIC still carrying mtu= (rewritten only at the restart), or, for a plan
+// that has not written them yet, cores, memory or disk growth that
+// ReconcileMachines is about to make. Stopped VMs need none: the start
+// that ReconcileMachines plans applies everything.
 func (c *Cloud) PendingRestart(ctx context.Context, cluster *config.Cluster, inv *provider.Inventory) ([]string, error) {
 	vms, err := targets(inv)
 	if err != nil {
@@ -167,16 +196,12 @@ func (c *Cloud) PendingRestart(ctx context.Context, cluster *config.Cluster, inv
 			return nil
 		}
 		vm := vms[i]
-		eff, err := c.readConfig(ctx, vm.host, vm.node, vm.vmid)
+		conf, err := c.readConfigs(ctx, vm.host, vm.node, vm.vmid)
 		if err != nil {
 			return err
 		}
-		cur, err := c.readConfigView(ctx, vm.host, vm.node, vm.vmid, true)
-		if err != nil {
-			return err
-		}
-		running, next := sizingOf(cur), sizingOf(eff)
-		pending[i] = running.cores != next.cores || running.memoryMB != next.memoryMB || hasTag(eff, TagPendingResize)
+		running, next := sizingOf(conf.running), sizingOf(conf.next)
+		pending[i] = running.cores != next.cores || running.memoryMB != next.memoryMB || hasTag(conf.next, TagPendingResize) || len(nicsWithMTU(conf.next)) > 0
 		if pool, _, ok := cluster.PoolOf(inv.Machines[i].Pool); ok && !pending[i] {
 			want := desiredSizing(pool)
 			pending[i] = running.cores != want.cores || running.memoryMB != want.memoryMB || (next.diskGB > 0 && want.diskGB > next.diskGB)
@@ -197,15 +222,16 @@ func (c *Cloud) PendingRestart(ctx context.Context, cluster *config.Cluster, inv
 
 // RestartMachine restarts a VM through the Proxmox reboot API (an ACPI
 // shutdown and a start, which applies the pending config; a guest reboot
-// would not), or starts it when it is stopped, and then clears its
-// TagPendingResize tag, through plan.
+// would not), or starts it when it is stopped, through plan. Right before
+// it, NICs still carrying mtu= are rewritten to inherit the bridge MTU;
+// after it, the TagPendingResize tag is cleared.
 func (c *Cloud) RestartMachine(ctx context.Context, _ *config.Cluster, m provider.Machine, plan *provider.Plan) error {
 	node, vmid, err := vmRef(m)
 	if err != nil {
 		return err
 	}
 	vm := vmTarget{host: m.Hostname, node: node, vmid: vmid}
-	change := state.Change{Action: state.ActionUpdate, Kind: KindVM, Name: vm.host, Detail: "restart to apply pending sizing"}
+	change := state.Change{Action: state.ActionUpdate, Kind: KindVM, Name: vm.host, Detail: "restart to apply pending sizing / NIC MTU"}
 	return plan.Do(ctx, change, func(ctx context.Context) error {
 		var status struct {
 			Status string `json:"status"`
@@ -213,19 +239,24 @@ func (c *Cloud) RestartMachine(ctx context.Context, _ *config.Cluster, m provide
 		if err := c.client.Get(ctx, vmPath(vm.node, vm.vmid)+"/status/current", &status); err != nil {
 			return fmt.Errorf("read the status of VM %d on %s: %w", vm.vmid, vm.node, err)
 		}
+		conf, err := c.readConfig(ctx, vm.host, vm.node, vm.vmid)
+		if err != nil {
+			return err
+		}
+		if nics := nicsWithMTU(conf); len(nics) > 0 {
+			if err := c.putConfig(ctx, vm, nics); err != nil {
+				return err
+			}
+		}
 		op := "reboot"
 		if status.Status != "running" {
 			op = "start"
 		}
-		if err := c.power(ctx, vm, op); err != nil {
+		if err := c.power(ctx, vm, op); err != nil || !hasTag(conf, TagPendingResize) {
 			return err
 		}
-		conf, err := c.readConfig(ctx, vm.host, vm.node, vm.vmid)
-		if err != nil || !hasTag(conf, TagPendingResize) {
-			return err
-		}
-		if err := c.client.Put(ctx, vmPath(vm.node, vm.vmid)+"/config", map[string]string{"tags": withTag(conf, TagPendingResize, false)}, nil); err != nil {
-			return fmt.Errorf("clear the %s tag of VM %d: %w", TagPendingResize, vmid, err)
+		if err := c.putConfig(ctx, vm, map[string]string{"tags": withTag(conf, TagPendingResize, false)}); err != nil {
+			return fmt.Errorf("clear the %s tag: %w", TagPendingResize, err)
 		}
 		return nil
 	})

@@ -109,7 +109,7 @@ func TestReconcileMachines_SizingDriftPendingUntilRestart(t *testing.T) {
 	if err := l.cloud.RestartMachine(t.Context(), l.cfg, w1, plan); err != nil {
 		t.Fatal(err)
 	}
-	if got := summary(plan.Changes()); !slices.Equal(got, summary(dry.Changes())) || !slices.Equal(got, []string{"update proxmox:vm c-worker-01 (restart to apply pending sizing)"}) {
+	if got := summary(plan.Changes()); !slices.Equal(got, summary(dry.Changes())) || !slices.Equal(got, []string{"update proxmox:vm c-worker-01 (restart to apply pending sizing / NIC MTU)"}) {
 		t.Errorf("restart changes %v (dry run %v)", got, summary(dry.Changes()))
 	}
 	vm, _ := l.srv.VM(vmid(t, w1))
