@@ -2,7 +2,10 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"regexp"
 	"slices"
@@ -32,6 +35,7 @@ type scriptLab struct {
 	real    *realCloud // the followed cloud ("lab follow")
 	cluster string
 	mark    int // calls recorded before the last "lab mark"
+	tasks   int // Proxmox tasks started before the last "lab mark"
 }
 
 // fixedBridge is set once a script started a Proxmox lab whose bridge
@@ -67,7 +71,8 @@ func (s *scriptLab) networks() (cluster, external string) {
 //	                             default e2e-PID-N, in $CLUSTER); both go,
 //	                             with anything left tagged for the cluster,
 //	                             when the script ends
-//	lab mark                     start counting calls afresh
+//	lab mark                     start counting calls (and Proxmox tasks)
+//	                             afresh
 //	lab mutations N              N mutating calls since the mark (listed if not)
 //	lab owned N                  N OpenStack resources owned by the cluster
 //	lab count KIND N             N of them of KIND (servers, ports, networks,
@@ -94,9 +99,41 @@ func (s *scriptLab) networks() (cluster, external string) {
 //	lab real-owned N             N resources of the followed cloud carrying
 //	                             the cluster's ownership tags (listed if not)
 //	lab real-images N            N active images talosc manages there
+//	lab sdn stage KIND ID K=V... stage (not apply) a change of the lab
+//	                             Proxmox's SDN object ID, as another
+//	                             administrator would: these fields over its
+//	                             staged ones (K= drops a field; a new object
+//	                             has only these); KIND is controllers,
+//	                             zones, vnets or subnets
+//	lab sdn delete KIND ID       stage the deletion of an SDN object
+//	lab sdn revert KIND ID       withdraw the object's pending change (its
+//	                             staged config is its running one again)
+//	lab sdn pending N            N SDN objects with a pending change
+//	                             (listed if not)
+//	lab sdn pending KIND ID STATE
+//	                             the object's pending state is STATE (new,
+//	                             changed or deleted)
+//	lab sdn applied KIND ID [K=V...]
+//	                             the object is applied (running, nothing
+//	                             pending) with these fields
+//	lab sdn gone KIND ID         the object is neither staged nor running
+//	[!] lab vm-config NAME KEY RE
+//	                             KEY of Proxmox VM NAME's config as qm
+//	                             config shows it (pending changes included)
+//	                             matches the regular expression RE
+//	lab vm-pending NAME [KEY|-KEY...]
+//	                             exactly these config keys of VM NAME wait
+//	                             for its next restart, to be set (KEY) or
+//	                             deleted (-KEY)
+//	lab order TYPE NAME...       the Proxmox tasks of TYPE started since the
+//	                             mark were for the VMs NAME..., in this
+//	                             order
+//	lab knob NAME JSON           replace the fault knobs of the Talos node of
+//	                             Proxmox VM NAME (talosnode.Knobs as JSON,
+//	                             e.g. {"neverBoots": true})
 func cmdLab(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) == 0 {
-		ts.Fatalf("usage: lab up|follow|mark|mutations|owned|count|images|vms|isos|wait|token|task|tasks|faults|real-owned|real-images ...")
+	if len(args) == 0 || (neg && args[0] != "vm-config") {
+		ts.Fatalf("usage: lab up|follow|mark|mutations|owned|count|images|vms|isos|wait|token|task|tasks|faults|real-owned|real-images|sdn|vm-config|vm-pending|order|knob ...")
 	}
 	s, _ := ts.Value(labKey{}).(*scriptLab)
 	switch args[0] {
@@ -113,6 +150,9 @@ func cmdLab(ts *testscript.TestScript, neg bool, args []string) {
 	switch args[0] {
 	case "mark":
 		s.mark = len(s.lab.Recorder().Calls())
+		if s.lab.Proxmox != nil {
+			s.tasks = len(s.lab.Proxmox.Tasks())
+		}
 	case "mutations":
 		s.mutations(ts, count(ts, args))
 	case "owned":
@@ -167,6 +207,14 @@ func cmdLab(ts *testscript.TestScript, neg bool, args []string) {
 		s.faults(ts, args[1:])
 	case "real-owned", "real-images":
 		s.realCount(ts, args)
+	case "sdn":
+		s.sdn(ts, args[1:])
+	case "vm-config", "vm-pending":
+		s.vmConfig(ts, neg, args)
+	case "order":
+		s.order(ts, args[1:])
+	case "knob":
+		s.knob(ts, args[1:])
 	default:
 		ts.Fatalf("lab %s: unknown subcommand", args[0])
 	}
@@ -178,13 +226,6 @@ func (s *scriptLab) simulated(ts *testscript.TestScript) *openstack.Cloud {
 		ts.Fatalf("this lab simulates no OpenStack (lab up openstack)")
 	}
 	return s.lab.OpenStack
-}
-
-func (s *scriptLab) proxmox(ts *testscript.TestScript) *proxmox.Server {
-	if s.lab.Proxmox == nil {
-		ts.Fatalf("this lab simulates no Proxmox (lab up proxmox)")
-	}
-	return s.lab.Proxmox
 }
 
 // realCount checks "lab real-owned N" and "lab real-images N".
@@ -223,60 +264,6 @@ func (s *scriptLab) waitServers(ts *testscript.TestScript, n int) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-// waitVMs waits until the lab's Proxmox runs n VMs whose guest agent
-// answers.
-func (s *scriptLab) waitVMs(ts *testscript.TestScript, n int) {
-	pve := s.proxmox(ts)
-	up := func() int {
-		got := 0
-		for _, vm := range pve.VMs() {
-			if vm.Running && vm.GuestAgent {
-				got++
-			}
-		}
-		return got
-	}
-	deadline := time.Now().Add(time.Minute)
-	for up() < n {
-		if time.Now().After(deadline) {
-			ts.Fatalf("%d running VMs after a minute, want %d", up(), n)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// token sets the ACL of the lab Proxmox's token ("lab token ...").
-func (s *scriptLab) token(ts *testscript.TestScript, args []string) {
-	pve := s.proxmox(ts)
-	if len(args) == 1 && args[0] == "all" {
-		ts.Check(pve.SetACL(proxmox.DefaultTokenID, []proxmox.ACL{{Path: "/", Privs: proxmox.AllPrivileges()}}))
-		return
-	}
-	if len(args) == 0 {
-		ts.Fatalf("usage: lab token PATH=PRIVS... | lab token all")
-	}
-	var acl []proxmox.ACL
-	for _, a := range args {
-		path, list, ok := strings.Cut(a, "=")
-		if !ok || !strings.HasPrefix(path, "/") {
-			ts.Fatalf("lab token: %q is not PATH=PRIVS", a)
-		}
-		var privs []string
-		for p := range strings.SplitSeq(list, ",") {
-			switch {
-			case p == "TalosCluster":
-				privs = append(privs, proxmox.TalosClusterPrivileges()...)
-			case strings.HasPrefix(p, "-"):
-				privs = slices.DeleteFunc(privs, func(q string) bool { return q == p[1:] })
-			case p != "":
-				privs = append(privs, p)
-			}
-		}
-		acl = append(acl, proxmox.ACL{Path: path, Privs: privs})
-	}
-	ts.Check(pve.SetACL(proxmox.DefaultTokenID, acl))
 }
 
 func (s *scriptLab) up(ts *testscript.TestScript, args []string) {
@@ -392,4 +379,31 @@ func sum(m map[string]int) int {
 		total += v
 	}
 	return total
+}
+
+// knob sets the fault knobs of a Proxmox VM's Talos node through the lab's
+// control API ("lab knob NAME JSON"), finding the node by hostname.
+func (s *scriptLab) knob(ts *testscript.TestScript, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: lab knob NAME JSON")
+	}
+	h := s.lab.ControlHandler()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequestWithContext(context.Background(), http.MethodGet, "/nodes", http.NoBody))
+	var nodes []struct{ Address, Hostname string }
+	if err := json.Unmarshal(rec.Body.Bytes(), &nodes); err != nil {
+		ts.Fatalf("lab knob: GET /nodes: %v: %s", err, rec.Body)
+	}
+	for _, n := range nodes {
+		if n.Hostname != args[0] {
+			continue
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequestWithContext(context.Background(), http.MethodPut, "/nodes/"+n.Address+"/knobs", strings.NewReader(args[1])))
+		if rec.Code != http.StatusNoContent {
+			ts.Fatalf("lab knob: PUT the knobs of %s (%s): %d %s", args[0], n.Address, rec.Code, rec.Body)
+		}
+		return
+	}
+	ts.Fatalf("lab knob: no Talos node %s: %s", args[0], rec.Body)
 }
