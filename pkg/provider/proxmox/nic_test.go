@@ -22,6 +22,25 @@ func (l *pxLab) put(t *testing.T, m provider.Machine, body map[string]any) {
 }
 
 // vmConfig is a VM's config in the lab.
+// restart restarts m in a dry run, which must mutate nothing, then for
+// real, and checks both planned the one restart change.
+func (l *pxLab) restart(t *testing.T, m provider.Machine) {
+	t.Helper()
+	dry := &provider.Plan{DryRun: true}
+	if err := l.cloud.RestartMachine(t.Context(), l.cfg, m, dry); err != nil {
+		t.Fatal(err)
+	}
+	l.noMutations(t)
+	plan := &provider.Plan{}
+	if err := l.cloud.RestartMachine(t.Context(), l.cfg, m, plan); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"update proxmox:vm " + m.Hostname + " (restart to apply pending sizing / NIC MTU)"}
+	if got := summary(plan.Changes()); !slices.Equal(got, summary(dry.Changes())) || !slices.Equal(got, want) {
+		t.Errorf("restart changes %v (dry run %v), want %v", got, summary(dry.Changes()), want)
+	}
+}
+
 func (l *pxLab) vmConfig(t *testing.T, m provider.Machine) map[string]string {
 	t.Helper()
 	vm, ok := l.srv.VM(vmid(t, m))
@@ -81,18 +100,7 @@ func TestNICMTU_StoppedAtOnceRunningAtRestart(t *testing.T) {
 	inv = l.inventory(t)
 	w1, _ = inv.Find(w1.Hostname)
 	l.srv.Recorder().Reset()
-	dry = &provider.Plan{DryRun: true}
-	if err := l.cloud.RestartMachine(t.Context(), l.cfg, w1, dry); err != nil {
-		t.Fatal(err)
-	}
-	l.noMutations(t)
-	plan = &provider.Plan{}
-	if err := l.cloud.RestartMachine(t.Context(), l.cfg, w1, plan); err != nil {
-		t.Fatal(err)
-	}
-	if got := summary(plan.Changes()); !slices.Equal(got, summary(dry.Changes())) || !slices.Equal(got, []string{"update proxmox:vm c-worker-01 (restart to apply pending sizing / NIC MTU)"}) {
-		t.Errorf("restart changes %v (dry run %v)", got, summary(dry.Changes()))
-	}
+	l.restart(t, w1)
 	var calls []string
 	for _, c := range l.srv.Recorder().Mutations() {
 		calls = append(calls, c.Method+" "+c.Path[strings.LastIndex(c.Path, "/"+w1.ID+"/")+len(w1.ID)+2:])

@@ -100,18 +100,7 @@ func TestReconcileMachines_SizingDriftPendingUntilRestart(t *testing.T) {
 
 	// A dry-run restart only plans; a real one applies and clears.
 	w1, _ := inv.Find("c-worker-01")
-	dry = &provider.Plan{DryRun: true}
-	if err := l.cloud.RestartMachine(t.Context(), l.cfg, w1, dry); err != nil {
-		t.Fatal(err)
-	}
-	l.noMutations(t)
-	plan = &provider.Plan{}
-	if err := l.cloud.RestartMachine(t.Context(), l.cfg, w1, plan); err != nil {
-		t.Fatal(err)
-	}
-	if got := summary(plan.Changes()); !slices.Equal(got, summary(dry.Changes())) || !slices.Equal(got, []string{"update proxmox:vm c-worker-01 (restart to apply pending sizing / NIC MTU)"}) {
-		t.Errorf("restart changes %v (dry run %v)", got, summary(dry.Changes()))
-	}
+	l.restart(t, w1)
 	vm, _ := l.srv.VM(vmid(t, w1))
 	if !vm.Running || len(vm.Pending) != 0 || vm.Config["cores"] != "4" || vm.Config["memory"] != "8192" || strings.Contains(vm.Config["tags"], proxmox.TagPendingResize) {
 		t.Errorf("after restart: running %v, pending %v, config cores %q memory %q tags %q", vm.Running, vm.Pending, vm.Config["cores"], vm.Config["memory"], vm.Config["tags"])
