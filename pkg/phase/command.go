@@ -26,7 +26,7 @@ type Options struct {
 	Dir    string
 	Yes    bool
 	DryRun bool
-	// Reboot restarts nodes with pending sizing changes (plan and converge).
+	// Reboot restarts nodes with pending sizing or NIC changes (plan and converge).
 	Reboot bool
 
 	Streams cli.Streams
@@ -79,7 +79,7 @@ cluster.yaml (in -C DIR) and the JSON state document of earlier phases on stdin
 			},
 		}
 		if a.name == ActionPlan || a.name == ActionConverge {
-			cmd.Flags().BoolVar(&o.Reboot, "reboot", false, "restart nodes with pending sizing changes, one at a time, control planes first")
+			cmd.Flags().BoolVar(&o.Reboot, "reboot", false, "restart nodes with pending sizing or NIC changes, one at a time, control planes first")
 		}
 		if a.name == ActionDestroy {
 			cmd.Flags().BoolVar(&o.Yes, "yes", false, "confirm the destruction (a phase in a pipe cannot prompt)")

@@ -53,7 +53,7 @@ type Input struct {
 	// State holds the sections of earlier phases (read-only by convention).
 	State  *state.Document
 	DryRun bool
-	// Reboot asks for nodes with pending sizing changes to be restarted.
+	// Reboot asks for nodes with pending sizing or NIC changes to be restarted.
 	Reboot bool
 	Out    *ui.Printer
 	// Env is the run's environment: provider connection, Image Factory,

@@ -43,7 +43,7 @@ func newRunCommand(g *Globals, action string, runF func(context.Context, *RunOpt
 		}, runF, o.Run),
 	}
 	f := cmd.Flags()
-	f.BoolVar(&o.Reboot, "reboot", false, "restart nodes with pending sizing changes, one at a time, control planes first")
+	f.BoolVar(&o.Reboot, "reboot", false, "restart nodes with pending sizing or NIC changes, one at a time, control planes first")
 	f.StringVarP(&o.Output, "output", "o", "text", "also print the final state document on stdout: text (none), json or yaml")
 	if action == actionPlan {
 		cmd.Short = "Show what converge would change, changing nothing"

@@ -49,7 +49,7 @@ func (r *run) restartPending(ctx context.Context, inv *provider.Inventory) error
 			continue
 		}
 		if !r.in.DryRun {
-			r.in.Out.Info("restarting %s to apply its pending sizing", m.Hostname)
+			r.in.Out.Info("restarting %s to apply its pending sizing or NIC changes", m.Hostname)
 		}
 		if err := r.cloud.RestartMachine(ctx, r.cfg, machine, r.plan); err != nil {
 			return err
