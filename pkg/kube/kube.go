@@ -118,15 +118,3 @@ func (c *Client) request(ctx context.Context, what string, fn func(context.Conte
 	}
 	return fmt.Errorf("kube %s: %w", what, err)
 }
-
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}

@@ -10,6 +10,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/talosc/talosc/pkg/ctxwait"
 )
 
 // Probe reports whether the API is up: it lists the nodes up to attempts
@@ -21,7 +23,7 @@ import (
 func (c *Client) Probe(ctx context.Context, attempts int, interval time.Duration) (up bool, err error) {
 	for i := range max(attempts, 1) {
 		if i > 0 {
-			if serr := sleep(ctx, interval); serr != nil {
+			if serr := ctxwait.Sleep(ctx, interval); serr != nil {
 				return false, serr
 			}
 		}
@@ -45,7 +47,7 @@ func (c *Client) ServerVersion(ctx context.Context) (string, error) {
 	)
 	for i := range versionAttempts {
 		if i > 0 {
-			if serr := sleep(ctx, c.opts.RetryInterval); serr != nil {
+			if serr := ctxwait.Sleep(ctx, c.opts.RetryInterval); serr != nil {
 				return "", serr
 			}
 		}
@@ -148,7 +150,7 @@ func (c *Client) WaitReady(ctx context.Context, names []string, budget, poll tim
 		if left <= 0 {
 			break
 		}
-		if err := sleep(ctx, min(poll, left)); err != nil {
+		if err := ctxwait.Sleep(ctx, min(poll, left)); err != nil {
 			return nil, err
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"syscall"
 	"time"
+
+	"github.com/talosc/talosc/pkg/ctxwait"
 )
 
 // RetryTransport bounds every attempt of a request by timeout (a streamed
@@ -55,11 +57,9 @@ func (t *RetryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			drain(resp.Body)
 		}
 		t.Logf("%s: %s %s: %s; retrying (%d of %d)", t.Name, req.Method, req.URL.Path, what, attempt+1, retries)
-		sleep := backoff/2 + rand.N(backoff/2+1) //nolint:gosec // jitter, not security
-		select {
-		case <-req.Context().Done():
-			return nil, req.Context().Err()
-		case <-time.After(sleep):
+		pause := backoff/2 + rand.N(backoff/2+1) //nolint:gosec // jitter, not security
+		if err := ctxwait.Sleep(req.Context(), pause); err != nil {
+			return nil, err
 		}
 		backoff = min(2*backoff, 4*time.Second)
 	}

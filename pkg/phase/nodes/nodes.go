@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/talosc/talosc/pkg/config"
+	"github.com/talosc/talosc/pkg/ctxwait"
 	"github.com/talosc/talosc/pkg/kube"
 	"github.com/talosc/talosc/pkg/phase"
 	"github.com/talosc/talosc/pkg/phase/preflight"
@@ -181,7 +182,7 @@ func (r *run) resolveAddresses(ctx context.Context) error {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("no address reported for %s after %s: check that the machines run and their guest agent answers", strings.Join(missing, ", "), r.in.Env.Scale(addressBudget))
 		}
-		if err := sleep(ctx, r.in.Env.Scale(addressPoll)); err != nil {
+		if err := ctxwait.Sleep(ctx, r.in.Env.Scale(addressPoll)); err != nil {
 			return err
 		}
 		inv, err := r.cloud.Inventory(ctx, r.cfg)
@@ -189,17 +190,6 @@ func (r *run) resolveAddresses(ctx context.Context) error {
 			return err
 		}
 		r.inv = inv
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }
 
@@ -526,21 +516,30 @@ func (r *run) bootstrap(ctx context.Context) error {
 		})
 }
 
-// health waits for Talos's server-side health and for every desired node
-// to be Ready; Kubernetes readiness is the fallback when the Talos check
-// fails twice.
-func (r *run) health(ctx context.Context) error {
-	var cps, workers []string
+// healthTargets are the addresses of the desired control planes and
+// workers, what Talos's server-side health check is told to expect.
+func (r *run) healthTargets() (cps, workers []string, err error) {
 	for _, m := range r.desired {
 		a, ok := r.address(m.Hostname)
 		if !ok {
-			return fmt.Errorf("no address known for %s", m.Hostname)
+			return nil, nil, fmt.Errorf("no address known for %s", m.Hostname)
 		}
 		if m.Role == config.RoleControlPlane {
 			cps = append(cps, a)
 		} else {
 			workers = append(workers, a)
 		}
+	}
+	return cps, workers, nil
+}
+
+// health waits for Talos's server-side health and for every desired node
+// to be Ready; Kubernetes readiness is the fallback when the Talos check
+// fails twice.
+func (r *run) health(ctx context.Context) error {
+	cps, workers, err := r.healthTargets()
+	if err != nil {
+		return err
 	}
 	r.in.Out.Info("waiting for the cluster to be healthy")
 	talosErr := r.talosHealth(ctx, cps, workers)

@@ -83,17 +83,9 @@ func (r *run) afterRestart(ctx context.Context, m config.Machine) error {
 		return err
 	}
 	if m.Role == config.RoleControlPlane {
-		var cps, workers []string
-		for _, d := range r.desired {
-			a, ok := r.address(d.Hostname)
-			if !ok {
-				return fmt.Errorf("no address known for %s", d.Hostname)
-			}
-			if d.Role == config.RoleControlPlane {
-				cps = append(cps, a)
-			} else {
-				workers = append(workers, a)
-			}
+		cps, workers, err := r.healthTargets()
+		if err != nil {
+			return err
 		}
 		return r.talosHealth(ctx, cps, workers)
 	}

@@ -12,6 +12,7 @@ import (
 	goproxmox "github.com/luthermonson/go-proxmox"
 
 	"github.com/talosc/talosc/pkg/config"
+	"github.com/talosc/talosc/pkg/ctxwait"
 	"github.com/talosc/talosc/pkg/provider"
 	"github.com/talosc/talosc/pkg/state"
 )
@@ -261,10 +262,8 @@ func (c *Cloud) verifyVNet(ctx context.Context, vnet string, env *Environment) e
 			return fmt.Errorf("proxmox: the SDN VNet bridge %s does not exist on node(s) %s after the SDN apply; check the nodes' network reload (Datacenter > SDN, node task log)",
 				vnet, strings.Join(missing, ", "))
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(c.opts.Poll):
+		if err := ctxwait.Sleep(ctx, c.opts.Poll); err != nil {
+			return err
 		}
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/talosc/talosc/pkg/ctxwait"
 	"github.com/talosc/talosc/pkg/talos/identity"
 )
 
@@ -138,12 +139,8 @@ func (c *Client) read(ctx context.Context, name, node string, fn func(context.Co
 		if err == nil || attempt == readAttempts || status.Code(err) != codes.Unavailable {
 			return err
 		}
-		t := time.NewTimer(c.opts.RetryInterval)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if ctxwait.Sleep(ctx, c.opts.RetryInterval) != nil {
 			return err
-		case <-t.C:
 		}
 	}
 }
@@ -172,15 +169,11 @@ func pollUntil(ctx context.Context, budget, interval time.Duration, attempt func
 		if done {
 			return err
 		}
-		t := time.NewTimer(interval)
-		select {
-		case <-bctx.Done():
-			t.Stop()
+		if ctxwait.Sleep(bctx, interval) != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
 			return fmt.Errorf("still failing after %s: %w", budget, err)
-		case <-t.C:
 		}
 	}
 }

@@ -1,0 +1,20 @@
+// Package ctxwait waits the way every poll and retry loop of talosc does:
+// for a while, or until the context ends, whichever comes first.
+package ctxwait
+
+import (
+	"context"
+	"time"
+)
+
+// Sleep waits d, or returns ctx's error as soon as ctx ends.
+func Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
