@@ -33,17 +33,30 @@ type labDir struct {
 	env map[string]string
 }
 
+// newLabDir is a cluster directory on a lab OpenStack of one control
+// plane and one worker.
 func newLabDir(t *testing.T) *labDir {
+	t.Helper()
+	d := startLabDir(t, lab.Options{
+		Provider:     lab.ProviderOpenStack,
+		ClusterCIDR:  "127.18.41.0/24",
+		ExternalCIDR: "127.205.41.0/24",
+	}, "drift")
+	d.edit(t, "  count: 3\n  flavor: talos.cp\n", "  count: 1\n  flavor: talos.cp\n")
+	d.edit(t, "    count: 2\n    flavor: talos.worker\n", "    count: 1\n    flavor: talos.worker\n")
+	return d
+}
+
+// startLabDir starts a lab (nodes booting in 100 ms, which needs the real
+// kube-apiserver) and writes cluster name's directory for it, with the
+// environment that points the phases at it.
+func startLabDir(t *testing.T, o lab.Options, name string) *labDir {
 	t.Helper()
 	if os.Getenv("TALOSC_KUBE_APISERVER") == "" {
 		t.Skip("needs TALOSC_KUBE_APISERVER (make kube-apiserver)")
 	}
-	l, err := lab.Start(t.Context(), lab.Options{
-		Provider:     lab.ProviderOpenStack,
-		NodesBoot:    100 * time.Millisecond,
-		ClusterCIDR:  "127.18.41.0/24",
-		ExternalCIDR: "127.205.41.0/24",
-	})
+	o.NodesBoot = 100 * time.Millisecond
+	l, err := lab.Start(t.Context(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,11 +65,9 @@ func newLabDir(t *testing.T) *labDir {
 		phase.EnvImageFactory: l.Factory.URL,
 		phase.EnvTimeScale:    "0.01",
 	}}
-	if _, err := l.WriteClusterDir(d.dir, "drift"); err != nil {
+	if _, err := l.WriteClusterDir(d.dir, name); err != nil {
 		t.Fatal(err)
 	}
-	d.edit(t, "  count: 3\n  flavor: talos.cp\n", "  count: 1\n  flavor: talos.cp\n")
-	d.edit(t, "    count: 2\n    flavor: talos.worker\n", "    count: 1\n    flavor: talos.worker\n")
 	return d
 }
 

@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/talosc/talosc/pkg/lab"
 	"github.com/talosc/talosc/pkg/phase"
@@ -21,25 +19,10 @@ import (
 // control plane and one worker.
 func newProxmoxLabDir(t *testing.T) *labDir {
 	t.Helper()
-	if os.Getenv("TALOSC_KUBE_APISERVER") == "" {
-		t.Skip("needs TALOSC_KUBE_APISERVER (make kube-apiserver)")
-	}
-	l, err := lab.Start(t.Context(), lab.Options{
+	d := startLabDir(t, lab.Options{
 		Provider:    lab.ProviderProxmox,
-		NodesBoot:   100 * time.Millisecond,
 		ClusterCIDR: "127.21.90.0/24", // its own bridge: other Proxmox labs may run beside it
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = l.Close() })
-	d := &labDir{lab: l, dir: t.TempDir(), env: map[string]string{
-		phase.EnvImageFactory: l.Factory.URL,
-		phase.EnvTimeScale:    "0.01",
-	}}
-	if _, err := l.WriteClusterDir(d.dir, "rb"); err != nil {
-		t.Fatal(err)
-	}
+	}, "rb")
 	d.edit(t, "controlplane: {count: 3,", "controlplane: {count: 1,")
 	d.edit(t, "worker: {count: 2,", "worker: {count: 1,")
 	return d
