@@ -48,8 +48,8 @@ func withDigest(m map[string]string) map[string]any {
 
 // setOptions validates and applies an options update (delete list, digest).
 func setOptions(c *call, opts map[string]string, bools []string) error {
-	if d := c.p.str("digest"); d != "" && d != digestOf(opts) {
-		return fail("detected modified configuration - file changed by other user? Try again.")
+	if err := c.checkDigest(digestOf(opts)); err != nil {
+		return err
 	}
 	next := cloneMap(opts)
 	for _, k := range splitList(c.p.str("delete")) {
@@ -107,11 +107,8 @@ func (s *Server) setClusterFirewall(c *call) (any, error) {
 // lockedVM returns the VM of the path after checking priv on /vms/<vmid>.
 // It takes s.mu and returns with it held on success (the caller unlocks).
 func (s *Server) lockedVM(c *call, priv string) (*vm, error) {
-	vmid, err := pathVMID(c)
+	vmid, err := c.vmid(priv)
 	if err != nil {
-		return nil, err
-	}
-	if err := c.require("/vms/"+strconv.Itoa(vmid), priv); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
@@ -207,6 +204,26 @@ func (s *Server) getRule(c *call) (any, error) {
 	return ruleEntry(v, pos), nil
 }
 
+// lockedRule returns the VM of the path and the position of the rule the
+// path names, after checking VM.Config.Network and the request's digest
+// against the rules. Like lockedVM it returns with s.mu held on success
+// (the caller unlocks) and released on error.
+func (s *Server) lockedRule(c *call) (*vm, int, error) {
+	v, err := s.lockedVM(c, "VM.Config.Network")
+	if err != nil {
+		return nil, 0, err
+	}
+	pos, err := rulePos(c, v)
+	if err == nil {
+		err = c.checkDigest(rulesDigest(v))
+	}
+	if err != nil {
+		s.mu.Unlock()
+		return nil, 0, err
+	}
+	return v, pos, nil
+}
+
 var ruleSchema = schema{names: append(slices.Clone(ruleKeys), "pos", "digest", "moveto", "delete")}
 
 // verifyRule checks a rule like PVE::Firewall::verify_rule does (loosely).
@@ -249,8 +266,8 @@ func (s *Server) createRule(c *call) (any, error) {
 		return nil, err
 	}
 	defer s.mu.Unlock()
-	if d := c.p.str("digest"); d != "" && d != rulesDigest(v) {
-		return nil, fail("detected modified configuration - file changed by other user? Try again.")
+	if err := c.checkDigest(rulesDigest(v)); err != nil {
+		return nil, err
 	}
 	r := map[string]string{"enable": "0"}
 	for _, k := range ruleKeys {
@@ -269,18 +286,11 @@ func (s *Server) updateRule(c *call) (any, error) {
 	if err := c.p.check(ruleSchema); err != nil {
 		return nil, err
 	}
-	v, err := s.lockedVM(c, "VM.Config.Network")
+	v, pos, err := s.lockedRule(c)
 	if err != nil {
 		return nil, err
 	}
 	defer s.mu.Unlock()
-	pos, err := rulePos(c, v)
-	if err != nil {
-		return nil, err
-	}
-	if d := c.p.str("digest"); d != "" && d != rulesDigest(v) {
-		return nil, fail("detected modified configuration - file changed by other user? Try again.")
-	}
 	if c.p.has("moveto") {
 		to, err := c.p.integer("moveto", 0)
 		if err != nil {
@@ -311,18 +321,11 @@ func (s *Server) deleteRule(c *call) (any, error) {
 	if err := c.p.check(schema{names: []string{"digest"}}); err != nil {
 		return nil, err
 	}
-	v, err := s.lockedVM(c, "VM.Config.Network")
+	v, pos, err := s.lockedRule(c)
 	if err != nil {
 		return nil, err
 	}
 	defer s.mu.Unlock()
-	pos, err := rulePos(c, v)
-	if err != nil {
-		return nil, err
-	}
-	if d := c.p.str("digest"); d != "" && d != rulesDigest(v) {
-		return nil, fail("detected modified configuration - file changed by other user? Try again.")
-	}
 	v.fwRules = slices.Delete(v.fwRules, pos, pos+1)
 	return nil, nil
 }

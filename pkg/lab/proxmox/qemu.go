@@ -170,11 +170,8 @@ func (s *Server) getConfig(c *call) (any, error) {
 	if err := c.p.check(schema{names: []string{"current", "snapshot"}}); err != nil {
 		return nil, err
 	}
-	vmid, err := pathVMID(c)
+	vmid, err := c.vmid("VM.Audit")
 	if err != nil {
-		return nil, err
-	}
-	if err := c.require("/vms/"+strconv.Itoa(vmid), "VM.Audit"); err != nil {
 		return nil, err
 	}
 	current, err := c.p.boolean("current", false)
@@ -268,8 +265,8 @@ func (s *Server) updateConfig(c *call, sync bool) (any, error) {
 		if v.lock != "" && !skiplock {
 			return lockErr(v)
 		}
-		if d := c.p.str("digest"); d != "" && d != v.digest() {
-			return fail("detected modified configuration - file changed by other user? Try again.")
+		if err := c.checkDigest(v.digest()); err != nil {
+			return err
 		}
 		for _, k := range reverts {
 			delete(v.pending, k)
@@ -302,11 +299,8 @@ func (s *Server) deleteVM(c *call) (any, error) {
 	if err := c.p.check(schema{names: []string{"purge", "skiplock", "destroy-unreferenced-disks"}}); err != nil {
 		return nil, err
 	}
-	vmid, err := pathVMID(c)
+	vmid, err := c.vmid("VM.Allocate")
 	if err != nil {
-		return nil, err
-	}
-	if err := c.require("/vms/"+strconv.Itoa(vmid), "VM.Allocate"); err != nil {
 		return nil, err
 	}
 	skiplock, err := c.p.boolean("skiplock", false)

@@ -345,6 +345,18 @@ func pathVMID(c *call) (int, error) {
 	return id, nil
 }
 
+// vmid returns the VM id of the path after checking priv on /vms/<vmid>.
+func (c *call) vmid(priv string) (int, error) {
+	vmid, err := pathVMID(c)
+	if err != nil {
+		return 0, err
+	}
+	if err := c.require("/vms/"+strconv.Itoa(vmid), priv); err != nil {
+		return 0, err
+	}
+	return vmid, nil
+}
+
 // emit queues a VM event. The caller holds s.mu.
 func (s *Server) emit(kind EventKind, v *vm) {
 	s.events.push(Event{Kind: kind, VMID: v.vmid, Node: v.node, Name: v.conf["name"]})

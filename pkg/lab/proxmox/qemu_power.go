@@ -25,11 +25,8 @@ func (s *Server) power(op string) handler {
 		if err := c.p.check(powerSchemas[op]); err != nil {
 			return nil, err
 		}
-		vmid, err := pathVMID(c)
+		vmid, err := c.vmid("VM.PowerMgmt")
 		if err != nil {
-			return nil, err
-		}
-		if err := c.require("/vms/"+strconv.Itoa(vmid), "VM.PowerMgmt"); err != nil {
 			return nil, err
 		}
 		skiplock, err := c.p.boolean("skiplock", false)
@@ -158,11 +155,8 @@ func (s *Server) resize(c *call) (any, error) {
 	if err := c.p.check(schema{names: []string{"disk", "size", "digest", "skiplock"}, required: []string{"disk", "size"}}); err != nil {
 		return nil, err
 	}
-	vmid, err := pathVMID(c)
+	vmid, err := c.vmid("VM.Config.Disk")
 	if err != nil {
-		return nil, err
-	}
-	if err := c.require("/vms/"+strconv.Itoa(vmid), "VM.Config.Disk"); err != nil {
 		return nil, err
 	}
 	disk, size := c.p.str("disk"), c.p.str("size")

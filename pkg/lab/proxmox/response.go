@@ -32,6 +32,15 @@ func fail(format string, args ...any) *apiError {
 	return &apiError{status: http.StatusInternalServerError, message: fmt.Sprintf(format, args...)}
 }
 
+// checkDigest fails as PVE does when the request carries a digest that is
+// not current's (the configuration changed since the client read it).
+func (c *call) checkDigest(current string) error {
+	if d := c.p.str("digest"); d != "" && d != current {
+		return fail("detected modified configuration - file changed by other user? Try again.")
+	}
+	return nil
+}
+
 // paramErr is raise_param_exc: HTTP 400 "Parameter verification failed."
 // with the per-parameter messages.
 func paramErr(errs map[string]string) *apiError {

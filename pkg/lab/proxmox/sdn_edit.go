@@ -187,8 +187,8 @@ func (s *Server) updateSDN(k SDNKind) handler {
 		if path := s.sdnACLPath(k, id, cur); !c.hasLocked(path, "SDN.Allocate") {
 			return nil, forbidden(path, "SDN.Allocate")
 		}
-		if d := c.p.str("digest"); d != "" && d != digestOf(flatten(s.sdn.staged[k])) {
-			return nil, fail("detected modified configuration - file changed by other user? Try again.")
+		if err := c.checkDigest(digestOf(flatten(s.sdn.staged[k]))); err != nil {
+			return nil, err
 		}
 		if t := upd["type"]; t != "" && t != cur["type"] {
 			return nil, paramErr1("type", "can't change type of %s '%s'", k.what(), id)

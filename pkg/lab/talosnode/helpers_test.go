@@ -3,14 +3,11 @@ package talosnode_test
 import (
 	"context"
 	"encoding/base64"
-	"errors"
 	"fmt"
-	"hash/fnv"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -23,6 +20,7 @@ import (
 
 	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/lab/labnet"
+	"github.com/talosc/talosc/pkg/lab/labnet/labnettest"
 	"github.com/talosc/talosc/pkg/lab/talosnode"
 	"github.com/talosc/talosc/pkg/talos/factory"
 	"github.com/talosc/talosc/pkg/talos/identity"
@@ -83,46 +81,14 @@ type fixture struct {
 	talosVer string
 }
 
-// block picks a free 127.X.Y.0/24 for the test, from a hash of its name,
-// moving on while apid's port is taken on one of its addresses.
+// block picks a free 127.X.Y.0/24 for the test in this package's range
+// (X in 100..249), room for 6 nodes.
 func block(t *testing.T) netip.Prefix {
 	t.Helper()
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(t.Name()))
-	seed := h.Sum32()
-	for try := range uint32(64) {
+	return labnettest.Block(t, 6, func(seed, try uint32) netip.Prefix {
 		v := seed + try*7919
-		p := netip.PrefixFrom(netip.AddrFrom4([4]byte{127, byte(100 + v%150), byte(v >> 8), 0}), 24)
-		if blockFree(t, p) {
-			return p
-		}
-	}
-	t.Fatal("no free 127.x block for apid")
-	return netip.Prefix{}
-}
-
-// blockFree checks that apid's port is free on the block's node addresses.
-func blockFree(t *testing.T, p netip.Prefix) bool {
-	t.Helper()
-	for i := range 6 {
-		a := nodeAddr(p, i)
-		l, err := labnet.Listen(t.Context(), netip.AddrPortFrom(a, 50000).String())
-		if err != nil {
-			if errors.Is(err, syscall.EADDRINUSE) {
-				return false
-			}
-			t.Fatal(err)
-		}
-		_ = l.Close()
-	}
-	return true
-}
-
-// nodeAddr is node i's address in a block (.11, .12, …).
-func nodeAddr(p netip.Prefix, i int) netip.Addr {
-	b := p.Addr().As4()
-	b[3] = byte(11 + i)
-	return netip.AddrFrom4(b)
+		return netip.PrefixFrom(netip.AddrFrom4([4]byte{127, byte(100 + v%150), byte(v >> 8), 0}), 24)
+	})
 }
 
 // newFixture generates the configs of a 3+1 cluster at a Talos version on
@@ -156,7 +122,7 @@ func newFixture(t *testing.T, talosVer string) *fixture {
 		}
 		fx.hosts = append(fx.hosts, m)
 		fx.configs[m.Hostname] = cfg.Bytes()
-		fx.addrs[m.Hostname] = nodeAddr(p, i)
+		fx.addrs[m.Hostname] = labnettest.NodeAddr(p, i)
 	}
 	return fx
 }

@@ -1,14 +1,11 @@
 package talosapi_test
 
 import (
-	"errors"
 	"fmt"
-	"hash/fnv"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -16,6 +13,7 @@ import (
 
 	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/lab/labnet"
+	"github.com/talosc/talosc/pkg/lab/labnet/labnettest"
 	"github.com/talosc/talosc/pkg/lab/talosnode"
 	"github.com/talosc/talosc/pkg/talos/factory"
 	"github.com/talosc/talosc/pkg/talos/identity"
@@ -97,7 +95,7 @@ func newCluster(t *testing.T, cps, workers int, opts talosnode.Options) *cluster
 			t.Fatal(err)
 		}
 		c.configs[m.Hostname] = mc.Bytes()
-		c.addrs[m.Hostname] = nodeAddr(p, i)
+		c.addrs[m.Hostname] = labnettest.NodeAddr(p, i)
 	}
 	if opts.Recorder == nil {
 		opts.Recorder = &labnet.Recorder{}
@@ -161,41 +159,10 @@ func (c *cluster) bootstraps(code codes.Code) int {
 }
 
 // block picks a free 127.61.X.0/24 for the test (this package's range),
-// from a hash of its name, moving on while apid's port is taken.
+// room for 4 nodes.
 func block(t *testing.T) netip.Prefix {
 	t.Helper()
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(t.Name()))
-	seed := h.Sum32()
-	for try := range uint32(64) {
-		p := netip.PrefixFrom(netip.AddrFrom4([4]byte{127, 61, byte(seed + try*31), 0}), 24)
-		if blockFree(t, p) {
-			return p
-		}
-	}
-	t.Fatal("no free 127.61.x block for apid")
-	return netip.Prefix{}
-}
-
-// blockFree checks that apid's port is free on the block's node addresses.
-func blockFree(t *testing.T, p netip.Prefix) bool {
-	t.Helper()
-	for i := range 4 {
-		l, err := labnet.Listen(t.Context(), netip.AddrPortFrom(nodeAddr(p, i), 50000).String())
-		if err != nil {
-			if errors.Is(err, syscall.EADDRINUSE) {
-				return false
-			}
-			t.Fatal(err)
-		}
-		_ = l.Close()
-	}
-	return true
-}
-
-// nodeAddr is node i's address in a block (.11, .12, …).
-func nodeAddr(p netip.Prefix, i int) netip.Addr {
-	b := p.Addr().As4()
-	b[3] = byte(11 + i)
-	return netip.AddrFrom4(b)
+	return labnettest.Block(t, 4, func(seed, try uint32) netip.Prefix {
+		return netip.PrefixFrom(netip.AddrFrom4([4]byte{127, 61, byte(seed + try*31), 0}), 24)
+	})
 }
