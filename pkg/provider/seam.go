@@ -199,6 +199,15 @@ type Compute interface {
 	// FinalizeMachines runs once the cluster is healthy (Proxmox: detach
 	// and delete the per-VM cidata ISOs), through plan.
 	FinalizeMachines(ctx context.Context, cluster *config.Cluster, inv *Inventory, plan *Plan) error
+	// DeleteMachine deletes one owned machine (scale-down) and what is its
+	// own: OpenStack the server, its port and its boot volume; Proxmox the
+	// VM with its disks and firewall, and its cidata ISO. It re-reads the
+	// ownership markers first and refuses a machine it cannot prove owned
+	// (a stale inventory entry must not delete someone else's resource),
+	// records one change, and waits until everything is gone (through
+	// plan). What is already gone is no error and, if nothing is left, no
+	// change, so a run whose answer was lost can be repeated.
+	DeleteMachine(ctx context.Context, cluster *config.Cluster, machine Machine, plan *Plan) error
 	// DestroyMachines deletes every owned machine and waits until they are
 	// gone (through plan).
 	DestroyMachines(ctx context.Context, cluster *config.Cluster, inv *Inventory, plan *Plan) error

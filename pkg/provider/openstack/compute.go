@@ -267,9 +267,8 @@ func (c *Cloud) DestroyMachines(ctx context.Context, cluster *config.Cluster, in
 		m := inv.Machines[i]
 		change := state.Change{Action: "delete", Kind: KindServer, Name: m.Hostname, Detail: "server " + m.ID + " and its boot volume"}
 		return plan.Do(ctx, change, func(ctx context.Context) error {
-			err := servers.Delete(ctx, c.compute, m.ID).ExtractErr()
-			if err != nil && !isNotFound(err) {
-				return wrap(err, "nova")
+			if err := c.deleteServer(ctx, m.ID); err != nil {
+				return err
 			}
 			mu.Lock()
 			deleted[m.ID] = m.Hostname

@@ -56,8 +56,7 @@ func (c *Cloud) ownedServers(ctx context.Context, cluster string) ([]servers.Ser
 	return slices.DeleteFunc(list, func(s servers.Server) bool { return s.Tags == nil || !Owned(*s.Tags, cluster) }), nil
 }
 
-// bootDiskSizes maps server id → size in GB of its boot volume: the volume
-// attached as the first disk, else a bootable one.
+// bootDiskSizes maps server id → size in GB of its boot volume.
 func (c *Cloud) bootDiskSizes(ctx context.Context) (map[string]int, error) {
 	pages, err := volumes.List(c.volume, volumes.ListOpts{}).AllPages(ctx)
 	if err != nil {
@@ -68,14 +67,24 @@ func (c *Cloud) bootDiskSizes(ctx context.Context) (map[string]int, error) {
 		return nil, wrap(err, "list cinder volumes")
 	}
 	sizes := map[string]int{}
+	for server, v := range bootVolumes(vols) {
+		sizes[server] = v.Size
+	}
+	return sizes, nil
+}
+
+// bootVolumes maps server id → its boot volume among vols: the volume
+// attached as the first disk, else a bootable one.
+func bootVolumes(vols []volumes.Volume) map[string]volumes.Volume {
+	boot := map[string]volumes.Volume{}
 	for _, v := range vols {
 		for _, a := range v.Attachments {
-			if isFirstDisk(a.Device) || (v.Bootable == "true" && sizes[a.ServerID] == 0) {
-				sizes[a.ServerID] = v.Size
+			if _, found := boot[a.ServerID]; isFirstDisk(a.Device) || (v.Bootable == "true" && !found) {
+				boot[a.ServerID] = v
 			}
 		}
 	}
-	return sizes, nil
+	return boot
 }
 
 // isFirstDisk reports a root device name such as /dev/vda or /dev/sda.

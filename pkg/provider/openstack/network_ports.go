@@ -191,13 +191,11 @@ func (r *netReconciler) floatingIP(ctx context.Context, name string) error {
 }
 
 // reclaimPorts deletes the owned ports of machines no longer desired that
-// never got (or no longer have) a server; a port still bound to a server
-// is left to the nodes phase, which deletes the server first.
+// never got (or no longer have) a server (the orphans, see readPorts); a
+// port still bound to a server, or named after an owned server that still
+// exists, is left to the nodes phase, which deletes the server first.
 func (r *netReconciler) reclaimPorts(ctx context.Context) error {
 	for _, p := range r.inv.orphans {
-		if p.DeviceID != "" {
-			continue
-		}
 		if err := r.c.deleteNeutron(ctx, r.plan, kindPort, p.Name, p.ID, r.c.deletePort); err != nil {
 			return err
 		}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/external"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
@@ -45,7 +46,7 @@ type netInventory struct {
 	router   *routers.Router
 	iface    bool                               // the router has an interface on the subnet
 	ports    map[string]*ports.Port             // desired ports (reserved and machines) by name
-	orphans  []ports.Port                       // owned machine ports of undesired machines
+	orphans  []ports.Port                       // unbound owned machine ports of undesired machines without a server
 	fips     map[string]*floatingips.FloatingIP // by description
 }
 
@@ -125,9 +126,12 @@ func (c *Cloud) readPorts(ctx context.Context, inv *netInventory, machines []pro
 			inv.iface = inv.iface || (inv.router != nil && p.DeviceID == inv.router.ID && inv.subnet != nil && onSubnet(p, inv.subnet.ID))
 		case slices.Contains(desired, p.Name):
 			byName[p.Name] = append(byName[p.Name], p)
-		case Owned(p.Tags, inv.names.cluster) && slices.ContainsFunc(p.Tags, func(t string) bool { return strings.HasPrefix(t, RoleTag("")) }):
+		case p.DeviceID == "" && Owned(p.Tags, inv.names.cluster) && slices.ContainsFunc(p.Tags, func(t string) bool { return strings.HasPrefix(t, RoleTag("")) }):
 			inv.orphans = append(inv.orphans, p)
 		}
+	}
+	if err := c.keepServedPorts(ctx, inv); err != nil {
+		return err
 	}
 	for _, name := range desired {
 		p, err := pickOwned(kindPort, name, inv.names.cluster, byName[name], func(p ports.Port) (string, []string) { return p.ID, p.Tags })
@@ -138,6 +142,25 @@ func (c *Cloud) readPorts(ctx context.Context, inv *netInventory, machines []pro
 			inv.ports[name] = p
 		}
 	}
+	return nil
+}
+
+// keepServedPorts drops from the orphans every port named after an owned
+// server that still exists: a server whose build failed, or whose port was
+// detached, leaves its port unbound, and that machine's port is the nodes
+// phase's to delete, after its server (Compute.DeleteMachine). The servers
+// are listed only when there is an orphan.
+func (c *Cloud) keepServedPorts(ctx context.Context, inv *netInventory) error {
+	if len(inv.orphans) == 0 {
+		return nil
+	}
+	list, err := c.ownedServers(ctx, inv.names.cluster)
+	if err != nil {
+		return err
+	}
+	inv.orphans = slices.DeleteFunc(inv.orphans, func(p ports.Port) bool {
+		return slices.ContainsFunc(list, func(s servers.Server) bool { return s.Name == p.Name })
+	})
 	return nil
 }
 

@@ -6,10 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
-
-	goproxmox "github.com/luthermonson/go-proxmox"
 
 	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/provider"
@@ -124,76 +121,4 @@ func (c *Cloud) listISOs(ctx context.Context, cluster *config.Cluster, node stri
 		out[i] = v.VolID
 	}
 	return out, nil
-}
-
-// DestroyMachines deletes every owned VM (stopping it first) with its
-// cidata ISO, at most provider.MaxConcurrent at a time, then the pool when nothing
-// else is left in it.
-func (c *Cloud) DestroyMachines(ctx context.Context, cluster *config.Cluster, inv *provider.Inventory, plan *provider.Plan) error {
-	vms, err := targets(inv)
-	if err != nil {
-		return err
-	}
-	errs := provider.FanOut(ctx, len(vms), func(ctx context.Context, i int) error {
-		vm := vms[i]
-		change := state.Change{Action: state.ActionDelete, Kind: KindVM, Name: vm.host, Detail: fmt.Sprintf("VMID %d on %s, its disks and cidata ISO", vm.vmid, vm.node)}
-		return plan.Do(ctx, change, func(ctx context.Context) error { return c.destroyVM(ctx, cluster, vm) })
-	})
-	if err := errors.Join(errs...); err != nil {
-		return err
-	}
-	return c.deletePool(ctx, cluster, vms, plan)
-}
-
-// destroyVM stops the VM if it runs, deletes it and removes its cidata
-// ISO; a VM already gone only loses its ISO.
-func (c *Cloud) destroyVM(ctx context.Context, cluster *config.Cluster, vm vmTarget) error {
-	var status struct {
-		Status string `json:"status"`
-	}
-	err := c.client.Get(ctx, vmPath(vm.node, vm.vmid)+"/status/current", &status)
-	switch {
-	case isMissing(err):
-		return c.deleteCidata(ctx, cluster, vm.node, vm.host)
-	case err != nil:
-		return fmt.Errorf("read the status of VM %d on %s: %w", vm.vmid, vm.node, err)
-	case status.Status == "running":
-		if err := c.power(ctx, vm, "stop"); err != nil {
-			return err
-		}
-	}
-	defer c.configs.forget(vm.node, vm.vmid)
-	what := fmt.Sprintf("delete VM %d on %s", vm.vmid, vm.node)
-	var upid goproxmox.UPID
-	if err := c.client.Delete(ctx, vmPath(vm.node, vm.vmid)+"?purge=1", &upid); err != nil {
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	if err := c.wait(ctx, what, goproxmox.NewTask(upid, c.client)); err != nil {
-		return err
-	}
-	return c.deleteCidata(ctx, cluster, vm.node, vm.host)
-}
-
-// deletePool deletes the cluster's pool (through plan) once no VM is left
-// in it but the ones deleted (or, in a dry run, planned for deletion);
-// otherwise it keeps the pool and says why.
-func (c *Cloud) deletePool(ctx context.Context, cluster *config.Cluster, deleted []vmTarget, plan *provider.Plan) error {
-	p, err := c.ownedPool(ctx, cluster.Name)
-	if err != nil || p == nil {
-		return err
-	}
-	var left []string
-	for _, m := range p.Members {
-		if !plan.DryRun || !slices.ContainsFunc(deleted, func(vm vmTarget) bool { return vm.vmid == m.VMID }) {
-			left = append(left, strconv.Itoa(m.VMID))
-		}
-	}
-	if len(left) > 0 {
-		c.opts.Logf("proxmox: keeping pool %s: it still holds VM(s) %s", p.PoolID, strings.Join(left, ", "))
-		return nil
-	}
-	change := state.Change{Action: state.ActionDelete, Kind: KindPool, Name: p.PoolID}
-	return plan.Do(ctx, change, func(ctx context.Context) error {
-		return c.client.Delete(ctx, "/pools?poolid="+url.QueryEscape(p.PoolID), nil)
-	})
 }
