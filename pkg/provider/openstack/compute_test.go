@@ -103,6 +103,14 @@ func newComputeLab(t *testing.T, cfg labos.Config, pools string) *computeLab {
 	if err != nil {
 		t.Fatal(err)
 	}
+	l.compute, l.network, l.image = demoClients(t, lab)
+	return l
+}
+
+// demoClients are the demo user's own compute (microversion 2.52),
+// network and image clients, for what a test sets up outside talosc.
+func demoClients(t *testing.T, lab *labos.Cloud) (compute, network, image *gophercloud.ServiceClient) {
+	t.Helper()
 	pc, err := gos.AuthenticatedClient(t.Context(), gophercloud.AuthOptions{
 		IdentityEndpoint: lab.AuthURL(), Username: "demo", Password: labos.DefaultPassword, DomainName: "Default",
 		Scope: &gophercloud.AuthScope{ProjectName: "demo", DomainName: "Default"},
@@ -111,17 +119,17 @@ func newComputeLab(t *testing.T, cfg labos.Config, pools string) *computeLab {
 		t.Fatal(err)
 	}
 	eo := gophercloud.EndpointOpts{Region: lab.Region()}
-	if l.compute, err = gos.NewComputeV2(pc, eo); err != nil {
+	if compute, err = gos.NewComputeV2(pc, eo); err != nil {
 		t.Fatal(err)
 	}
-	l.compute.Microversion = "2.52"
-	if l.network, err = gos.NewNetworkV2(pc, eo); err != nil {
+	compute.Microversion = "2.52"
+	if network, err = gos.NewNetworkV2(pc, eo); err != nil {
 		t.Fatal(err)
 	}
-	if l.image, err = gos.NewImageV2(pc, eo); err != nil {
+	if image, err = gos.NewImageV2(pc, eo); err != nil {
 		t.Fatal(err)
 	}
-	return l
+	return compute, network, image
 }
 
 // reconfigure rewrites cluster.yaml and reloads it (what a user's edit

@@ -129,10 +129,14 @@ func TestDeleteMachine_RefusesAVMItCannotProveOwned(t *testing.T) {
 		m    provider.Machine
 		want string
 	}{
-		{provider.Machine{Hostname: w1.Hostname, ID: "900", Zone: "pve1"},
-			"delete VM c-worker-01: refusing to delete VM c-worker-01 (VMID 900 on pve1): it is not a member of pool taloscluster-c carrying the tags taloscluster and cluster_c"},
-		{provider.Machine{Hostname: "c-worker-03", ID: "901", Zone: "pve2"},
-			"delete VM c-worker-03: refusing to delete VM c-worker-03 (VMID 901 on pve2): it is not a member of pool taloscluster-c carrying the tags taloscluster and cluster_c"},
+		{
+			provider.Machine{Hostname: w1.Hostname, ID: "900", Zone: "pve1"},
+			"delete VM c-worker-01: refusing to delete VM c-worker-01 (VMID 900 on pve1): it is not a member of pool taloscluster-c carrying the tags taloscluster and cluster_c",
+		},
+		{
+			provider.Machine{Hostname: "c-worker-03", ID: "901", Zone: "pve2"},
+			"delete VM c-worker-03: refusing to delete VM c-worker-03 (VMID 901 on pve2): it is not a member of pool taloscluster-c carrying the tags taloscluster and cluster_c",
+		},
 		{renamed, "delete VM c-worker-09: refusing to delete VM " + w1.ID + ": it is named c-worker-01 now, not c-worker-09; rerun to read the inventory again"},
 	} {
 		plan := &provider.Plan{}
