@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/blockstorage/v3/volumes"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
@@ -168,6 +169,35 @@ func (c *Cloud) deleteParts(ctx context.Context, cluster string, p machineParts)
 		return c.deleteVolume(ctx, p.volume)
 	}
 	return nil
+}
+
+// serverGone ends the wait for a deleted server: it is no longer listed
+// (Nova answers 404 for it).
+func serverGone(s *servers.Server) (bool, error) { return s == nil, nil }
+
+// DestroyMachines deletes the inventory's servers (at most provider.MaxConcurrent
+// requests at a time) and waits until every one is gone.
+func (c *Cloud) DestroyMachines(ctx context.Context, cluster *config.Cluster, inv *provider.Inventory, plan *provider.Plan) error {
+	var mu sync.Mutex
+	deleted := map[string]string{}
+	errs := provider.FanOut(ctx, len(inv.Machines), func(ctx context.Context, i int) error {
+		m := inv.Machines[i]
+		change := state.Change{Action: "delete", Kind: KindServer, Name: m.Hostname, Detail: "server " + m.ID + " and its boot volume"}
+		return plan.Do(ctx, change, func(ctx context.Context) error {
+			if err := c.deleteServer(ctx, m.ID); err != nil {
+				return err
+			}
+			mu.Lock()
+			deleted[m.ID] = m.Hostname
+			mu.Unlock()
+			return nil
+		})
+	})
+	if plan.DryRun {
+		return errors.Join(errs...)
+	}
+	_, werr := c.waitServers(ctx, cluster.Name, deleted, "gone", serverGone)
+	return errors.Join(append(errs, werr)...)
 }
 
 // deleteServer asks Nova to delete a server; one already gone is no error.
