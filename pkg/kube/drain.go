@@ -32,8 +32,9 @@ const (
 
 // The reasons a pod is still on a draining node.
 const (
-	// WaitDisruptionBudget: its eviction was refused with 429; the API's
-	// cause names the budget.
+	// WaitDisruptionBudget: its eviction was refused with 429, which is a
+	// PodDisruptionBudget allowing no disruption now (or the API's own
+	// rate limiting); the detail is the API's cause, naming the budget.
 	WaitDisruptionBudget = "PodDisruptionBudget"
 	// WaitNamespaceTerminating: its namespace is being deleted.
 	WaitNamespaceTerminating = "namespace terminating"
@@ -86,14 +87,17 @@ func (p DrainProgress) String() string {
 }
 
 // Drain does what kubectl drain --ignore-daemonsets --delete-emptydir-data
-// --timeout 5m does (I-X1): it cordons the node, then (see podsToEvict)
-// refuses, naming them, if any pod declares no controller, and otherwise
-// evicts every pod but mirror pods and those of DaemonSets through the
-// policy/v1 Eviction API, which respects PodDisruptionBudgets. A refused
-// eviction (429) is tried again every EvictErrorRetryDelay; a pod already
-// gone counts as evicted; any other eviction error fails the drain. It
-// returns once every evicted pod is gone. After Timeout it fails naming the
-// pods still there and why. The node stays cordoned whatever happens.
+// --timeout 5m does (I-X1). It cordons the node and lists its pods. If any
+// pod declares no controller (or belongs to a DaemonSet that is gone) it
+// refuses before evicting anything, naming them: the reference passes no
+// --force. Otherwise it evicts every pod but mirror pods and those of
+// DaemonSets (emptyDir data goes with its pod) through the policy/v1
+// Eviction API, which respects PodDisruptionBudgets. A refused eviction
+// (429) is tried again every EvictErrorRetryDelay; a pod already gone
+// counts as evicted; any other eviction error fails the drain. It returns
+// once every evicted pod is gone. After Timeout it fails naming the pods
+// still there and why. The node stays cordoned whatever happens (the
+// caller uncordons).
 func (c *Client) Drain(ctx context.Context, node string, o DrainOptions) error {
 	o = o.withDefaults()
 	if err := c.Cordon(ctx, node); err != nil {

@@ -45,9 +45,22 @@ func checkDrainEvicts(t *testing.T, srv *kubeapi.Server, k *kube.Client) {
 	createPods(t, cs, ns, "drain-2", podSpec{name: "web-2", owner: replicas})
 	finish(t, cs, pods["job-1"])
 
-	if err := k.Drain(t.Context(), "drain-1", quick(fixtureWait)); err != nil {
+	var mu sync.Mutex
+	var terminating bool
+	o := quick(fixtureWait)
+	o.Progress = func(p kube.DrainProgress) {
+		mu.Lock()
+		defer mu.Unlock()
+		terminating = terminating || strings.Contains(p.String(), "drain-evicts/web-1 (terminating)")
+	}
+	if err := k.Drain(t.Context(), "drain-1", o); err != nil {
 		t.Fatal(err)
 	}
+	mu.Lock()
+	if !terminating {
+		t.Error("the drain never reported web-1 terminating")
+	}
+	mu.Unlock()
 	for name, want := range map[string]bool{"web-1": false, "cache-1": false, "job-1": false, "agent-1": true, "kube-apiserver-drain-1": true, "web-2": true} {
 		if got := podExists(t, cs, ns, name); got != want {
 			t.Errorf("after the drain, pod %s exists = %t, want %t", name, got, want)
@@ -88,14 +101,15 @@ func checkDrainBudget(t *testing.T, srv *kubeapi.Server, k *kube.Client) {
 
 	var mu sync.Mutex
 	var seen []string
-	o := quick(time.Second)
+	// Long enough for free-1 to be evicted and gone on a loaded machine.
+	o := quick(3 * time.Second)
 	o.Progress = func(p kube.DrainProgress) {
 		mu.Lock()
 		defer mu.Unlock()
 		seen = append(seen, p.String())
 	}
 	err := k.Drain(t.Context(), "budget-1", o)
-	want := "kube drain budget-1: timed out after 1s with 1 pod(s) still there: drain-budget/web-x (PodDisruptionBudget: The disruption budget web needs 1 healthy pods and has 1 currently)"
+	want := "kube drain budget-1: timed out after 3s with 1 pod(s) still there: drain-budget/web-x (PodDisruptionBudget: The disruption budget web needs 1 healthy pods and has 1 currently)"
 	if err == nil || err.Error() != want {
 		t.Errorf("Drain under a budget allowing nothing = %v\nwant %s", err, want)
 	}
