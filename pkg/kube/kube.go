@@ -111,16 +111,25 @@ func fromConfig(cfg *clientcmdapi.Config, o Options) (*Client, error) {
 	// No client-side rate limit: talosc's polls are few and paced, and a
 	// limiter wait must never eat a request's budget.
 	rc.QPS = -1
+	core, params, err := coreClient(rc)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{core: core, params: params, opts: o, server: rc.Host}, nil
+}
+
+// coreClient is a REST client for /api/v1, configured as client-go's
+// generated core/v1 client configures itself but with a scheme of only the
+// types used here instead of client-go's all-groups one.
+func coreClient(rc *rest.Config) (rest.Interface, runtime.ParameterCodec, error) {
 	scheme := runtime.NewScheme()
 	metav1.AddToGroupVersion(scheme, schema.GroupVersion{Version: "v1"})
 	if err := corev1.AddToScheme(scheme); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := policyv1.AddToScheme(scheme); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	// As client-go's generated core/v1 client configures itself, with this
-	// scheme instead of client-go's all-groups one.
 	rc.APIPath = "/api"
 	rc.GroupVersion = &corev1.SchemeGroupVersion
 	rc.NegotiatedSerializer = rest.CodecFactoryForGeneratedClient(scheme, serializer.NewCodecFactory(scheme)).WithoutConversion()
@@ -129,9 +138,9 @@ func fromConfig(cfg *clientcmdapi.Config, o Options) (*Client, error) {
 	}
 	core, err := rest.RESTClientFor(rc)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return &Client{core: core, params: runtime.NewParameterCodec(scheme), opts: o, server: rc.Host}, nil
+	return core, runtime.NewParameterCodec(scheme), nil
 }
 
 // request runs one bounded request, naming it in its error.
