@@ -1,11 +1,16 @@
 // Package kube is the Kubernetes API as the nodes phase uses it, through
 // client-go: probing whether the cluster is up (the only input to "needs
 // bootstrap", I-3), reading its version and nodes, waiting for nodes to be
-// Ready.
+// Ready, and the day-2 node operations (cordon, drain, uncordon, delete).
 //
 // Every request is bounded by Options.Timeout (kubectl's
 // --request-timeout=10s, I-X1), and its error names the request ("kube list
 // nodes: timed out after 10s").
+//
+// The client is client-go's REST client over a scheme of only the groups
+// used here (core/v1, policy/v1), not a kubernetes.Clientset: the
+// Clientset's scheme registers every API group and links all of k8s.io/api
+// (about 15 MB of every binary that imports this package).
 package kube
 
 import (
@@ -15,7 +20,13 @@ import (
 	"net"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
@@ -46,7 +57,10 @@ type Options struct {
 
 // Client is a Kubernetes API client from a kubeconfig.
 type Client struct {
-	cs     *kubernetes.Clientset
+	// core is a REST client for the core group (/api/v1); evictions
+	// (policy/v1) are its pods' subresource.
+	core   rest.Interface
+	params runtime.ParameterCodec
 	opts   Options
 	server string
 }
@@ -97,11 +111,36 @@ func fromConfig(cfg *clientcmdapi.Config, o Options) (*Client, error) {
 	// No client-side rate limit: talosc's polls are few and paced, and a
 	// limiter wait must never eat a request's budget.
 	rc.QPS = -1
-	cs, err := kubernetes.NewForConfig(rc)
+	core, params, err := coreClient(rc)
 	if err != nil {
 		return nil, err
 	}
-	return &Client{cs: cs, opts: o, server: rc.Host}, nil
+	return &Client{core: core, params: params, opts: o, server: rc.Host}, nil
+}
+
+// coreClient is a REST client for /api/v1, configured as client-go's
+// generated core/v1 client configures itself but with a scheme of only the
+// types used here instead of client-go's all-groups one.
+func coreClient(rc *rest.Config) (rest.Interface, runtime.ParameterCodec, error) {
+	scheme := runtime.NewScheme()
+	metav1.AddToGroupVersion(scheme, schema.GroupVersion{Version: "v1"})
+	if err := corev1.AddToScheme(scheme); err != nil {
+		return nil, nil, err
+	}
+	if err := policyv1.AddToScheme(scheme); err != nil {
+		return nil, nil, err
+	}
+	rc.APIPath = "/api"
+	rc.GroupVersion = &corev1.SchemeGroupVersion
+	rc.NegotiatedSerializer = rest.CodecFactoryForGeneratedClient(scheme, serializer.NewCodecFactory(scheme)).WithoutConversion()
+	if rc.UserAgent == "" {
+		rc.UserAgent = rest.DefaultKubernetesUserAgent()
+	}
+	core, err := rest.RESTClientFor(rc)
+	if err != nil {
+		return nil, nil, err
+	}
+	return core, runtime.NewParameterCodec(scheme), nil
 }
 
 // request runs one bounded request, naming it in its error.

@@ -5,12 +5,14 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
@@ -43,6 +45,9 @@ func TestKube(t *testing.T) { //nolint:tparallel // the fault subtests must run 
 	inj := labnet.NewInjector(labnet.Knobs{})
 	srv, err := kubeapi.Start(t.Context(), kubeapi.Options{
 		Address: apiVIP + ":0", CACertPEM: ca.Crt, CAKeyPEM: ca.Key, DataDir: t.TempDir(), Injector: inj, Logf: t.Logf,
+		// Evicted pods stay Terminating a while, as behind a real kubelet:
+		// a drain must wait for them.
+		PodTerminationDelay: 300 * time.Millisecond,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -57,6 +62,10 @@ func TestKube(t *testing.T) { //nolint:tparallel // the fault subtests must run 
 	t.Run("api", func(t *testing.T) {
 		t.Run("nodes", func(t *testing.T) { t.Parallel(); checkNodes(t, srv, k) })
 		t.Run("wait ready", func(t *testing.T) { t.Parallel(); checkWaitReady(t, srv, k) })
+		t.Run("drain evicts", func(t *testing.T) { t.Parallel(); checkDrainEvicts(t, srv, k) })
+		t.Run("drain budget", func(t *testing.T) { t.Parallel(); checkDrainBudget(t, srv, k) })
+		t.Run("drain refuses unmanaged", func(t *testing.T) { t.Parallel(); checkDrainRefusesUnmanaged(t, srv, k) })
+		t.Run("node ops", func(t *testing.T) { t.Parallel(); checkNodeOps(t, srv, k) })
 		t.Run("server version", func(t *testing.T) {
 			t.Parallel()
 			if v, err := k.ServerVersion(t.Context()); err != nil || !strings.HasPrefix(v, "v1.") {
@@ -74,6 +83,7 @@ func checkNodes(t *testing.T, srv *kubeapi.Server, k *kube.Client) {
 	err := srv.RegisterNode(t.Context(), kubeapi.Node{
 		Name: "fields-1", Labels: map[string]string{"talosc/pool": "worker"}, Ready: true,
 		Addresses: []netip.Addr{netip.MustParseAddr("127.62.1.1")},
+		Taints:    []corev1.Taint{{Key: "dedicated", Value: "db", Effect: corev1.TaintEffectNoSchedule}, {Key: "edge", Effect: corev1.TaintEffectNoExecute}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -87,8 +97,12 @@ func checkNodes(t *testing.T, srv *kubeapi.Server, k *kube.Client) {
 		t.Fatalf("Nodes = %+v, lacks fields-1", nodes)
 	}
 	n := nodes[i]
-	if !n.Ready || n.InternalIP != "127.62.1.1" || n.KubeletVersion != kubeapi.DefaultKubeletVersion || n.Unschedulable || n.Labels["talosc/pool"] != "worker" {
+	if !n.Ready || n.InternalIP != "127.62.1.1" || n.KubeletVersion != kubeapi.DefaultKubeletVersion || n.Unschedulable || n.Labels["talosc/pool"] != "worker" ||
+		!slices.Contains(n.Taints, "dedicated=db:NoSchedule") || !slices.Contains(n.Taints, "edge:NoExecute") {
 		t.Errorf("Nodes()[fields-1] = %+v", n)
+	}
+	if got, found, err := k.NodeByName(t.Context(), "fields-1"); err != nil || !found || !reflect.DeepEqual(got, n) {
+		t.Errorf("NodeByName(fields-1) = %+v, %t, %v; want %+v as listed", got, found, err, n)
 	}
 }
 

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -10,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/version"
 
 	"github.com/talosc/talosc/pkg/ctxwait"
 )
@@ -52,11 +54,16 @@ func (c *Client) ServerVersion(ctx context.Context) (string, error) {
 			}
 		}
 		err = c.request(ctx, "server version", func(ctx context.Context) error {
-			info, verr := c.cs.ServerVersionWithContext(ctx)
-			if verr == nil {
-				v = info.GitVersion
+			body, verr := c.core.Get().AbsPath("/version").Do(ctx).Raw()
+			if verr != nil {
+				return verr
 			}
-			return verr
+			var info version.Info
+			if verr := json.Unmarshal(body, &info); verr != nil {
+				return fmt.Errorf("unable to parse the server version: %w", verr)
+			}
+			v = info.GitVersion
+			return nil
 		})
 		if err == nil {
 			return v, nil
@@ -76,6 +83,9 @@ type Node struct {
 	InternalIP    string            `json:"internalIP,omitempty"`
 	Unschedulable bool              `json:"unschedulable,omitempty"`
 	Labels        map[string]string `json:"labels,omitempty"`
+	// Taints are the node's taints as kubectl writes them
+	// ("key=value:Effect", "key:Effect"), in the Node's order.
+	Taints []string `json:"taints,omitempty"`
 }
 
 // TalosVersion is the Talos release in OSImage ("Talos (v1.13.8)" →
@@ -90,10 +100,9 @@ func (n Node) TalosVersion() string {
 
 // Nodes lists the cluster's nodes.
 func (c *Client) Nodes(ctx context.Context) ([]Node, error) {
-	var list *corev1.NodeList
-	err := c.request(ctx, "list nodes", func(ctx context.Context) (err error) {
-		list, err = c.cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-		return err
+	var list corev1.NodeList
+	err := c.request(ctx, "list nodes", func(ctx context.Context) error {
+		return c.core.Get().Resource("nodes").VersionedParams(&metav1.ListOptions{}, c.params).Do(ctx).Into(&list)
 	})
 	if err != nil {
 		return nil, err
@@ -120,6 +129,9 @@ func nodeOf(n *corev1.Node) Node {
 			out.InternalIP = a.Address
 			break
 		}
+	}
+	for i := range n.Spec.Taints {
+		out.Taints = append(out.Taints, n.Spec.Taints[i].ToString())
 	}
 	return out
 }

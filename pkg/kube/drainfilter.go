@@ -1,0 +1,80 @@
+package kube
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// The refusals of kubectl drain without --force (k8s.io/kubectl
+// pkg/drain/filters.go), worded for talosc, which has no --force: the way
+// out is the reference's (give the pod a controller, or delete it, and
+// re-run).
+const (
+	unmanagedRefusal    = "Pods that declare no controller (give them a controller or delete them, then re-run)"
+	orphanedDSRefusal   = "DaemonSet-managed Pods whose DaemonSet is gone"
+	daemonSetAPIVersion = "apps/v1"
+)
+
+// daemonSetCheck says whether the DaemonSet namespace/name exists; found is
+// false with a nil error only when the API said NotFound.
+type daemonSetCheck func(namespace, name string) (found bool, err error)
+
+// podsToEvict is kubectl drain's pod filter with --ignore-daemonsets
+// --delete-emptydir-data and without --force: pods of a live DaemonSet and
+// mirror (static) pods stay; pods with emptyDir volumes go (their data is
+// deleted with them); pods that declare no controller, and pods of a
+// DaemonSet that is gone, refuse the whole drain, naming them. Finished
+// pods (Succeeded, Failed) always go. A DaemonSet that cannot be looked up
+// refuses too: unknown is never safe to evict around. The order of the
+// checks is kubectl's (a finished mirror pod stays too).
+func podsToEvict(pods []corev1.Pod, dsExists daemonSetCheck) ([]corev1.Pod, error) {
+	var (
+		evict   []corev1.Pod
+		refused = map[string][]string{}
+		order   []string
+	)
+	refuse := func(why string, p *corev1.Pod) {
+		if _, ok := refused[why]; !ok {
+			order = append(order, why)
+		}
+		refused[why] = append(refused[why], podName(p))
+	}
+	for i := range pods {
+		p := &pods[i]
+		finished := p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+		ref := metav1.GetControllerOf(p)
+		switch {
+		case !finished && ref != nil && ref.Kind == "DaemonSet" && ref.APIVersion == daemonSetAPIVersion:
+			found, err := dsExists(p.Namespace, ref.Name)
+			if err != nil {
+				return nil, fmt.Errorf("pod %s: %w", podName(p), err)
+			}
+			if !found {
+				refuse(orphanedDSRefusal, p)
+			}
+		case hasAnnotation(p, corev1.MirrorPodAnnotationKey):
+		case !finished && ref == nil:
+			refuse(unmanagedRefusal, p)
+		default:
+			evict = append(evict, *p)
+		}
+	}
+	if len(order) == 0 {
+		return evict, nil
+	}
+	msgs := make([]string, 0, len(order))
+	for _, why := range order {
+		msgs = append(msgs, fmt.Sprintf("cannot delete %s: %s", why, strings.Join(refused[why], ", ")))
+	}
+	return nil, fmt.Errorf("%s", strings.Join(msgs, "; "))
+}
+
+func hasAnnotation(p *corev1.Pod, key string) bool {
+	_, ok := p.Annotations[key]
+	return ok
+}
+
+func podName(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }

@@ -1,0 +1,69 @@
+package kube
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// The merge patches kubectl's cordon and uncordon amount to (kubectl
+// computes a patch from the old and new Node; unschedulable is omitempty,
+// so uncordoning removes the field).
+const (
+	cordonPatch   = `{"spec":{"unschedulable":true}}`
+	uncordonPatch = `{"spec":{"unschedulable":null}}`
+)
+
+// NodeByName returns the named node; found is false (with no error) when
+// the API has no such Node, so "gone" and "could not ask" never look alike.
+func (c *Client) NodeByName(ctx context.Context, name string) (n Node, found bool, err error) {
+	var obj corev1.Node
+	err = c.request(ctx, "get node "+name, func(ctx context.Context) error {
+		return c.core.Get().Resource("nodes").Name(name).Do(ctx).Into(&obj)
+	})
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return Node{}, false, nil
+		}
+		return Node{}, false, err
+	}
+	return nodeOf(&obj), true, nil
+}
+
+// Cordon marks the node unschedulable (kubectl cordon). A missing node is
+// an error: there is nothing to keep pods off.
+func (c *Client) Cordon(ctx context.Context, node string) error {
+	return c.patchNode(ctx, "cordon node "+node, node, cordonPatch)
+}
+
+// Uncordon makes the node schedulable again (kubectl uncordon). A missing
+// node is already as schedulable as it will get: done.
+func (c *Client) Uncordon(ctx context.Context, node string) error {
+	err := c.patchNode(ctx, "uncordon node "+node, node, uncordonPatch)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+func (c *Client) patchNode(ctx context.Context, what, node, patch string) error {
+	return c.request(ctx, what, func(ctx context.Context) error {
+		return c.core.Patch(types.MergePatchType).Resource("nodes").Name(node).Body([]byte(patch)).Do(ctx).Error()
+	})
+}
+
+// DeleteNode deletes the Node object (the scale-down step after the
+// machine's reset, I-S3: Talos never deletes it). A node already gone is
+// done.
+func (c *Client) DeleteNode(ctx context.Context, node string) error {
+	err := c.request(ctx, "delete node "+node, func(ctx context.Context) error {
+		return c.core.Delete().Resource("nodes").Name(node).Body(&metav1.DeleteOptions{}).Do(ctx).Error()
+	})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
