@@ -45,14 +45,16 @@
 //     reset leaves etcd first, a failure aborts it; then the node is wiped
 //     and halts or reboots into maintenance), Upgrade (etcd pre-checks on
 //     control planes, install, reboot into the new version and schematic),
-//     ImagePull, Reboot, Shutdown and a minimal ServiceList;
+//     ImagePull, Reboot, Shutdown, a minimal ServiceList, Read (only the
+//     kernel's boot id, new at every boot) and Events (the reset
+//     sequence's: start, stopAllServices, a failure);
 //     ImageService.Pull and LifecycleService.Upgrade (the 1.14 upgrade
 //     path: pull, install, then the client reboots); ClusterService's
 //     server-side HealthCheck with Talos's conditions and progress lines
 //     (the Kubernetes conditions are asked of a KubeAPI the lab plugs in).
 //   - COSI state (read-only): runtime MachineStatus, ExtensionStatus (the
 //     installer schematic's extensions and the Image Factory "schematic"
-//     extension), ImageFactorySchematic (Talos ≥ 1.14), cluster Member
+//     extension), ImageFactorySchematic and BootID (Talos ≥ 1.14), cluster Member
 //     for every discovery member and config MachineConfig "v1alpha1" (the
 //     active configuration as delivered or applied; sensitive, so os:admin
 //     only).
@@ -73,7 +75,7 @@
 // leave (a refused removal fails at once); the upgrade mutex; disk
 // layouts (reset wipe modes and partition lists are accepted but the
 // whole node is wiped); config validation against runtime state beyond
-// machinery's own; events, logs, dmesg, files, services beyond a fixed
+// machinery's own; other events, logs, dmesg, files, services beyond a fixed
 // list; apid-to-apid TLS (forwarding is in-process, so a forwarded call is
 // authorized once, at the entry node); a second bootstrap of an already
 // bootstrapped cluster does not build a second etcd, it is only recorded

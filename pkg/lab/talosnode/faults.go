@@ -26,6 +26,7 @@ func isRead(fullMethod string) bool {
 	case "/machine.MachineService/Version", "/machine.MachineService/ServiceList",
 		"/machine.MachineService/EtcdMemberList", "/machine.MachineService/EtcdStatus",
 		"/machine.MachineService/Kubeconfig", "/cluster.ClusterService/HealthCheck",
+		"/machine.MachineService/Read", "/machine.MachineService/Events",
 		"/cosi.resource.State/Get", "/cosi.resource.State/List", "/cosi.resource.State/Watch":
 		return true
 	}

@@ -99,6 +99,7 @@ func (n *Node) bootDone(g uint64) {
 		f.mu.Unlock()
 		return
 	}
+	n.newBoot(g)
 	if n.staged != nil {
 		n.cfg, n.staged = n.staged, nil
 		n.cluster = f.clusterFor(n.cfg)

@@ -66,6 +66,8 @@ type Node struct {
 	bootErr   error
 	// lastResetError is why the last reset sequence failed.
 	lastResetError error
+	// boot is the current boot's id and event buffer.
+	boot bootState
 
 	srvMu sync.Mutex
 	srv   *grpc.Server

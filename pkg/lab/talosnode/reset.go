@@ -21,11 +21,12 @@ func (s *machineServer) Reset(_ context.Context, in *machine.ResetRequest) (*mac
 	f.mu.Lock()
 	g := n.gen
 	n.stage = runtime.MachineStageResetting
+	actor := n.resetStarted(in.GetGraceful())
 	f.mu.Unlock()
 	n.syncResources()
 	graceful, reboot := in.GetGraceful(), in.GetReboot()
 	f.after(0, func() { n.resetSequence(g, graceful, reboot) })
-	return &machine.ResetResponse{Messages: []*machine.Reset{{ActorId: actorID()}}}, nil
+	return &machine.ResetResponse{Messages: []*machine.Reset{{ActorId: actor}}}, nil
 }
 
 // resetSequence runs the reset of boot generation g.
@@ -41,13 +42,15 @@ func (n *Node) resetSequence(g uint64, graceful, reboot bool) {
 	f.mu.Unlock()
 
 	var err error
+	phase := "leave"
 	if leave {
 		err = n.leaveEtcd()
 	}
 	if err == nil && failure != "" {
-		err = errors.New(failure)
+		phase, err = "preReset", errors.New(failure)
 	}
 	if err != nil {
+		n.resetFailed(phase, err)
 		// the sequence failed: the node keeps running, unwiped
 		f.mu.Lock()
 		if n.gen == g {
@@ -83,6 +86,7 @@ func (n *Node) wipe(g uint64, reboot bool) {
 	}
 	ng, wait := n.gen, n.rebootDown()
 	f.mu.Unlock()
+	n.resetStopsServices()
 	n.stopAPI()
 	f.emitStatus(EventReset, before)
 	n.changed(c)

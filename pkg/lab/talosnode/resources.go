@@ -78,6 +78,7 @@ func (n *Node) syncResources() {
 	n.syncExtensions(ctx, v)
 	n.syncMembers(ctx, v)
 	n.syncConfig(ctx, v)
+	n.syncBootID(ctx)
 }
 
 // syncConfig publishes the active machine configuration as it was

@@ -23,14 +23,16 @@ import (
 
 const (
 	talosVersion = "v1.14.1"
+	talos113     = "v1.13.8"
 	cp1          = "lab-controlplane-01"
+	cp2          = "lab-controlplane-02"
 	worker1      = "lab-worker-01"
 )
 
-// clusterYAML is a Proxmox bridge cluster on a loopback /24 (%[1]s), its
-// VIP (%[2]s), %[3]d control planes and %[4]d workers.
+// clusterYAML is a Proxmox bridge cluster of Talos %[5]s on a loopback /24
+// (%[1]s), its VIP (%[2]s), %[3]d control planes and %[4]d workers.
 const clusterYAML = `name: lab
-talos: {version: v1.14.1}
+talos: {version: %[5]s}
 kubernetes: {version: v1.36.1}
 controlplane: {count: %[3]d, cores: 2, memory: 4, disk: 20}
 workers:
@@ -62,17 +64,23 @@ type cluster struct {
 	nodes   map[string]*talosnode.Node
 }
 
-// newCluster generates the configs of a cluster of cps control planes and
-// workers workers and starts an empty fleet with opts (fast timing unless
-// given).
+// newCluster generates the configs of a Talos 1.14 cluster of cps control
+// planes and workers workers and starts an empty fleet with opts (fast
+// timing unless given).
 func newCluster(t *testing.T, cps, workers int, opts talosnode.Options) *cluster {
+	t.Helper()
+	return newClusterAt(t, talosVersion, cps, workers, opts)
+}
+
+// newClusterAt is newCluster at a Talos version.
+func newClusterAt(t *testing.T, version string, cps, workers int, opts talosnode.Options) *cluster {
 	t.Helper()
 	p := block(t)
 	vipB := p.Addr().As4()
 	vipB[3] = 2
 	vip := netip.AddrFrom4(vipB)
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, config.ClusterFile), fmt.Appendf(nil, clusterYAML, p, vip, cps, workers), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, config.ClusterFile), fmt.Appendf(nil, clusterYAML, p, vip, cps, workers, version), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := config.Load(dir, config.LoadOptions{NeedCredentials: true})
@@ -90,7 +98,7 @@ func newCluster(t *testing.T, cps, workers int, opts talosnode.Options) *cluster
 	c := &cluster{t: t, id: id, vip: vip, configs: map[string][]byte{}, addrs: map[string]netip.Addr{}, nodes: map[string]*talosnode.Node{}}
 	in := machineconfig.Input{Cluster: cfg, Secrets: id.Bundle(), AdvertisedAddress: vip.String(), VIP: vip, Installers: plan.ByPool}
 	for i, m := range cfg.Hostnames() {
-		mc, err := machineconfig.Generate(in, machineconfig.Node{Machine: m, TalosVersion: talosVersion, KubernetesVersion: "v1.36.1"})
+		mc, err := machineconfig.Generate(in, machineconfig.Node{Machine: m, TalosVersion: version, KubernetesVersion: "v1.36.1"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -130,6 +138,12 @@ func (c *cluster) addr(host string) string { return c.addrs[host].String() }
 // retries; o's zero fields get test values.
 func (c *cluster) dial(host string, o talosapi.Options) *talosapi.Client {
 	c.t.Helper()
+	return c.dialEndpoint(c.addr(host), o)
+}
+
+// dialEndpoint is dial to an endpoint (address:port).
+func (c *cluster) dialEndpoint(endpoint string, o talosapi.Options) *talosapi.Client {
+	c.t.Helper()
 	if o.CallTimeout == 0 {
 		o.CallTimeout = 5 * time.Second
 	}
@@ -139,7 +153,7 @@ func (c *cluster) dial(host string, o talosapi.Options) *talosapi.Client {
 	if o.RetryInterval == 0 {
 		o.RetryInterval = 20 * time.Millisecond
 	}
-	cl, err := talosapi.Dial(c.t.Context(), c.id, "lab", c.addr(host), o)
+	cl, err := talosapi.Dial(c.t.Context(), c.id, "lab", endpoint, o)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -149,9 +163,15 @@ func (c *cluster) dial(host string, o talosapi.Options) *talosapi.Client {
 
 // bootstraps counts the recorded Bootstrap calls answered with code.
 func (c *cluster) bootstraps(code codes.Code) int {
+	return c.calls("/machine.MachineService/Bootstrap?", code)
+}
+
+// calls counts the recorded calls of a method ("/…/Name?") answered with
+// code.
+func (c *cluster) calls(method string, code codes.Code) int {
 	n := 0
 	for _, call := range c.rec.Calls() {
-		if call.Service == talosnode.ServiceName && call.Status == int(code) && strings.HasPrefix(call.Path, "/machine.MachineService/Bootstrap?") {
+		if call.Service == talosnode.ServiceName && call.Status == int(code) && strings.HasPrefix(call.Path, method) {
 			n++
 		}
 	}

@@ -104,37 +104,6 @@ func (c *Client) Kubeconfig(ctx context.Context, node string) ([]byte, error) {
 	return kc, err
 }
 
-// Member is one etcd member.
-type Member struct {
-	// ID is etcd's member id.
-	ID uint64
-	// Hostname is the member's name; empty for a member added but never
-	// started (I-S10: callers must fail closed on it).
-	Hostname string
-	// Learner reports a member that is not voting yet.
-	Learner bool
-}
-
-// EtcdMembers lists the etcd members as node sees them.
-func (c *Client) EtcdMembers(ctx context.Context, node string) ([]Member, error) {
-	var out []Member
-	err := c.read(ctx, "EtcdMemberList", node, func(ctx context.Context) error {
-		resp, err := c.c.EtcdMemberList(ctx, &machineapi.EtcdMemberListRequest{})
-		if err != nil {
-			return err
-		}
-		msgs := resp.GetMessages()
-		if len(msgs) == 0 {
-			return errors.New("empty answer")
-		}
-		for _, m := range msgs[0].GetMembers() {
-			out = append(out, Member{ID: m.GetId(), Hostname: m.GetHostname(), Learner: m.GetIsLearner()})
-		}
-		return nil
-	})
-	return out, err
-}
-
 // HealthOptions is one server-side health check.
 type HealthOptions struct {
 	// ControlPlanes and Workers are the addresses of the nodes the check

@@ -6,8 +6,8 @@
 //
 // Every call is bounded by Options.CallTimeout and its error names the call
 // and the node ("talos Version on 127.16.0.11: timed out after 30s"). The
-// waits (WaitReachable, Bootstrap's retries, Health) have budgets of their
-// own; the reference's are the exported defaults.
+// waits (WaitReachable, Bootstrap's retries, Health, WaitRebooted, Reset)
+// have budgets of their own; the reference's are the exported defaults.
 package talosapi
 
 import (
@@ -131,7 +131,8 @@ func (c *Client) call(ctx context.Context, name, node string, bound time.Duratio
 // Unavailable (apid restarting, a proxy hiccup).
 const readAttempts = 3
 
-// read is call for a read-only RPC: an Unavailable answer is retried up to
+// read is call for an RPC that is safe to repeat (a read, or a change
+// that is done once done): an Unavailable answer is retried up to
 // readAttempts times, Options.RetryInterval apart.
 func (c *Client) read(ctx context.Context, name, node string, fn func(context.Context) error) error {
 	for attempt := 1; ; attempt++ {

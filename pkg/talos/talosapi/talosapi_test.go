@@ -159,40 +159,6 @@ func TestReadsRetryUnavailable(t *testing.T) {
 	}
 }
 
-// TestEtcdMemberNeverStarted: a member added but never started is listed
-// with an empty hostname (I-S10).
-func TestEtcdMemberNeverStarted(t *testing.T) {
-	t.Parallel()
-	c := newCluster(t, 2, 0, talosnode.Options{})
-	c.boot(cp1, talosnode.Knobs{})
-	c.boot("lab-controlplane-02", talosnode.Knobs{EtcdNeverStarts: true})
-	cl := c.dial(cp1, talosapi.Options{})
-	node := c.addr(cp1)
-	if err := cl.Bootstrap(t.Context(), node, 5*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		members, err := cl.EtcdMembers(t.Context(), node)
-		if err == nil && len(members) == 2 {
-			named := 0
-			for _, m := range members {
-				if m.Hostname != "" {
-					named++
-				}
-			}
-			if named != 1 {
-				t.Fatalf("EtcdMembers = %+v, want one unnamed (unstarted) member", members)
-			}
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("EtcdMembers = %+v, %v; want 2 members", members, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // TestHealth runs the server-side health check on a bootstrapped 1+1
 // cluster: it passes, reporting Talos's progress, then fails with a clear
 // message once the worker is down.
