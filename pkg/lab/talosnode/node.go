@@ -66,6 +66,11 @@ type Node struct {
 	bootErr   error
 	// lastResetError is why the last reset sequence failed.
 	lastResetError error
+	// hungReset is the reset sequence Knobs.ResetHangs holds, if any.
+	hungReset *resetRun
+	// hungBoot is the boot generation whose reboot Knobs.RebootHangs
+	// holds (0: none).
+	hungBoot uint64
 
 	srvMu sync.Mutex
 	srv   *grpc.Server
@@ -200,11 +205,21 @@ func (n *Node) Knobs() Knobs {
 	return n.knobs
 }
 
-// SetKnobs replaces the node's scripted faults.
+// SetKnobs replaces the node's scripted faults. A hung reset or reboot
+// whose knob is cleared goes on.
 func (n *Node) SetKnobs(k Knobs) {
-	n.fleet.mu.Lock()
-	defer n.fleet.mu.Unlock()
+	f := n.fleet
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	n.knobs = k
+	if r := n.hungReset; r != nil && !k.ResetHangs {
+		n.hungReset = nil
+		f.after(0, func() { n.resetSequence(*r) })
+	}
+	if g := n.hungBoot; g != 0 && !k.RebootHangs {
+		n.hungBoot = 0
+		f.after(n.rebootDown(), func() { n.bootDone(g) })
+	}
 }
 
 // Cluster is the cluster of the node's configuration (nil when wiped).
