@@ -26,7 +26,8 @@ import (
 // among the node's resource definitions, list that type in its default
 // namespace without unmarshalling the protobuf spec, and render each item
 // as the table writer does (ID, then the definition's print columns
-// evaluated on the YAML spec, go.yaml.in/yaml/v4 as talosctl uses). It returns the header and one row per item.
+// evaluated on the spec's YAML, with go.yaml.in/yaml/v4 as talosctl). It
+// returns the header and one row per item.
 func talosctlGet(ctx context.Context, c *client.Client, typ string) ([]string, [][]string, error) {
 	var ns resource.Namespace
 	rd, err := c.ResolveResourceKind(ctx, &ns, typ)
