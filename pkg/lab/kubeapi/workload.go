@@ -56,10 +56,10 @@ func (s *Server) PlaceWorkload(ctx context.Context, node string) error {
 }
 
 // SetDrainBlocked blocks the drain of the lab node or lets it finish.
-// Blocked, the node gets a GuardedReplicaSet pod (even when cordoned) under
-// a budget with minAvailable 1 and, as the disruption controller would
-// write it, disruptionsAllowed 0: every eviction of the pod answers 429.
-// Unblocked, the budget (if any) gets minAvailable 0 and
+// Blocked, the node (which must exist) gets a GuardedReplicaSet pod (even
+// when cordoned) under a budget with minAvailable 1 and, as the disruption
+// controller would write it, disruptionsAllowed 0: every eviction of the
+// pod answers 429. Unblocked, the budget (if any) gets minAvailable 0 and
 // disruptionsAllowed 1, so the eviction passes.
 func (s *Server) SetDrainBlocked(ctx context.Context, node string, blocked bool) error {
 	ctx, cancel := context.WithTimeout(ctx, apiTimeout)
@@ -67,6 +67,9 @@ func (s *Server) SetDrainBlocked(ctx context.Context, node string, blocked bool)
 	name := GuardedReplicaSet + "-" + node
 	pdbs := s.client.PolicyV1().PodDisruptionBudgets(WorkloadNamespace)
 	if blocked {
+		if _, err := s.client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{}); err != nil {
+			return fmt.Errorf("kubeapi: block the drain of %s: %w", node, err)
+		}
 		if err := s.ensurePod(ctx, kindReplicaSet, GuardedReplicaSet, node); err != nil {
 			return err
 		}
