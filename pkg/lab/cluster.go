@@ -34,8 +34,10 @@ type kubernetes struct {
 	stopping map[string]chan struct{}
 	// closed: the lab is closing; an API that finishes starting stops.
 	closed bool
-	// mirrors order the changes of each node's Node (see mirror).
+	// mirrors order the changes of each node's Node (see mirror); wg
+	// counts the goroutines applying them.
 	mirrors map[string]*nodeMirror
+	wg      sync.WaitGroup
 }
 
 func newKubernetes(l *Lab) *kubernetes {
@@ -162,8 +164,9 @@ func (k *kubernetes) stopIfGone(cluster string) {
 	}()
 }
 
-// close stops every cluster's API and waits for the stops under way; an
-// API that finishes starting later stops at once. The data stays (in
+// close stops every cluster's API and waits for the stops under way and
+// for the Node changes being applied; an API that finishes starting later
+// stops at once, and later node changes are dropped. The data stays (in
 // Options.DataDir, or a temporary directory the lab removes).
 func (k *kubernetes) close() error {
 	k.mu.Lock()
@@ -179,6 +182,7 @@ func (k *kubernetes) close() error {
 	for _, done := range stopping {
 		<-done
 	}
+	k.wg.Wait()
 	return errors.Join(errs...)
 }
 

@@ -53,10 +53,12 @@ func TestDay2NodeObjects(t *testing.T) {
 		t.Errorf("control plane Node: labels %v taints %v", cpNode.Labels, cpNode.Spec.Taints)
 	}
 
-	// a live apply: the Node follows the configuration
-	d.apply(w1, "machine:\n  nodeLabels:\n    lab.test/pool: blue\n  nodeTaints:\n    lab.test/dedicated: db:NoSchedule\n", machine.ApplyConfigurationRequest_NO_REBOOT)
-	d.waitNode(w1, "the label and taint of a live apply", func(n *corev1.Node) bool {
-		return n.Labels["lab.test/pool"] == "blue" && hasTaint(n, "lab.test/dedicated=db:NoSchedule") && ready(*n)
+	// a live apply: the Node follows the configuration, the kubelet too
+	d.apply(w1, "machine:\n  kubelet:\n    image: ghcr.io/siderolabs/kubelet:v1.35.5\n  nodeLabels:\n    lab.test/pool: blue\n"+
+		"  nodeTaints:\n    lab.test/dedicated: db:NoSchedule\n", machine.ApplyConfigurationRequest_NO_REBOOT)
+	d.waitNode(w1, "the label, taint and kubelet of a live apply", func(n *corev1.Node) bool {
+		return n.Labels["lab.test/pool"] == "blue" && hasTaint(n, "lab.test/dedicated=db:NoSchedule") && ready(*n) &&
+			n.Status.NodeInfo.KubeletVersion == "v1.35.5"
 	})
 	boot := d.node(w1).Status.NodeInfo.BootID
 

@@ -72,7 +72,7 @@ func (k *kubernetes) onNodeEvent(ev talosnode.Event) {
 }
 
 // mirror queues a change of the node st describes; the channel tells how
-// it went once applied.
+// it went once applied (at once when there is nothing to apply it to).
 func (k *kubernetes) mirror(st talosnode.NodeStatus, c kubeletChange) <-chan error {
 	done := make(chan error, 1)
 	if st.Cluster == "" || st.Hostname == "" {
@@ -80,13 +80,17 @@ func (k *kubernetes) mirror(st talosnode.NodeStatus, c kubeletChange) <-chan err
 		return done
 	}
 	key := st.Cluster + "/" + st.Hostname
-	k.mu.Lock()
+	k.mu.Lock() // held throughout: close waits for every runMirror started
+	defer k.mu.Unlock()
+	if k.closed {
+		done <- nil
+		return done
+	}
 	m := k.mirrors[key]
 	if m == nil {
 		m = &nodeMirror{}
 		k.mirrors[key] = m
 	}
-	k.mu.Unlock()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !m.pending {
@@ -96,7 +100,7 @@ func (k *kubernetes) mirror(st talosnode.NodeStatus, c kubeletChange) <-chan err
 	m.waiters = append(m.waiters, done)
 	if !m.running {
 		m.running = true
-		go k.runMirror(m)
+		k.wg.Go(func() { k.runMirror(m) })
 	}
 	return done
 }
