@@ -3,7 +3,6 @@ package lab
 import (
 	"context"
 	"errors"
-	"fmt"
 	"maps"
 	"net"
 	"net/netip"
@@ -20,10 +19,11 @@ import (
 
 // kubernetes runs one real kube-apiserver per bootstrapped cluster, on the
 // cluster's API VIP, and keeps its Node objects in step with the simulated
-// Talos nodes (as kubelets would). A cluster's API lives as long as one of
-// its control planes does: powered off, they keep it and its data for when
-// they come back; once the last one is deleted or reset, the API stops and
-// its data goes, so that a new cluster of the same name starts its own.
+// Talos nodes (as kubelets and Talos would; see mirror). A cluster's API
+// lives as long as one of its control planes does: powered off, they keep
+// it and its data for when they come back; once the last one is deleted or
+// reset, the API stops and its data goes, so that a new cluster of the
+// same name starts its own.
 type kubernetes struct {
 	lab     *Lab
 	mu      sync.Mutex
@@ -34,10 +34,14 @@ type kubernetes struct {
 	stopping map[string]chan struct{}
 	// closed: the lab is closing; an API that finishes starting stops.
 	closed bool
+	// mirrors order the changes of each node's Node (see mirror); wg
+	// counts the goroutines applying them.
+	mirrors map[string]*nodeMirror
+	wg      sync.WaitGroup
 }
 
 func newKubernetes(l *Lab) *kubernetes {
-	return &kubernetes{lab: l, servers: map[string]*kubeapi.Server{}, stopping: map[string]chan struct{}{}}
+	return &kubernetes{lab: l, servers: map[string]*kubeapi.Server{}, stopping: map[string]chan struct{}{}, mirrors: map[string]*nodeMirror{}}
 }
 
 // onBootstrap starts the cluster's API when its etcd is bootstrapped.
@@ -95,7 +99,7 @@ func (k *kubernetes) onBootstrap(info talosnode.BootstrapInfo) {
 	l.add(Endpoint{Name: serviceName(info.ClusterName), URL: srv.URL()}, nil)
 	for _, n := range l.fleet.Nodes() {
 		if st := n.Status(); st.Cluster == info.ClusterName && st.APIUp {
-			k.register(st)
+			k.mirror(st, kubeletStarted)
 		}
 	}
 	k.stopIfGone(info.ClusterName) // every control plane went while the API started
@@ -160,8 +164,9 @@ func (k *kubernetes) stopIfGone(cluster string) {
 	}()
 }
 
-// close stops every cluster's API and waits for the stops under way; an
-// API that finishes starting later stops at once. The data stays (in
+// close stops every cluster's API and waits for the stops under way and
+// for the Node changes being applied; an API that finishes starting later
+// stops at once, and later node changes are dropped. The data stays (in
 // Options.DataDir, or a temporary directory the lab removes).
 func (k *kubernetes) close() error {
 	k.mu.Lock()
@@ -177,64 +182,14 @@ func (k *kubernetes) close() error {
 	for _, done := range stopping {
 		<-done
 	}
+	k.wg.Wait()
 	return errors.Join(errs...)
-}
-
-// onNodeEvent mirrors a node's state into its cluster's API.
-func (k *kubernetes) onNodeEvent(ev talosnode.Event) {
-	switch ev.Kind { //nolint:exhaustive // config changes do not touch the Node object
-	case talosnode.EventBooted:
-		go k.register(ev.Node)
-	case talosnode.EventDown:
-		go k.setReady(ev.Node, false)
-	case talosnode.EventReset:
-		go k.remove(ev.Node)
-		k.stopIfGone(ev.Node.Cluster)
-	}
 }
 
 func (k *kubernetes) server(cluster string) *kubeapi.Server {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.servers[cluster]
-}
-
-func (k *kubernetes) register(st talosnode.NodeStatus) {
-	srv := k.server(st.Cluster)
-	if srv == nil || st.Hostname == "" {
-		return
-	}
-	labels := maps.Clone(st.Labels)
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	if st.ControlPlane {
-		labels["node-role.kubernetes.io/control-plane"] = ""
-	}
-	ctx, cancel := context.WithTimeout(k.lab.ctx, 30*time.Second)
-	defer cancel()
-	if err := srv.RegisterNode(ctx, kubeapi.Node{
-		Name: st.Hostname, Labels: labels, KubeletVersion: st.KubeletVersion,
-		OSImage: fmt.Sprintf("Talos (%s)", st.Version), Ready: true, Addresses: []netip.Addr{st.Address},
-	}); err != nil {
-		k.lab.logf("register node %s: %v", st.Hostname, err)
-	}
-}
-
-func (k *kubernetes) setReady(st talosnode.NodeStatus, ready bool) {
-	if srv := k.server(st.Cluster); srv != nil && st.Hostname != "" {
-		ctx, cancel := context.WithTimeout(k.lab.ctx, 30*time.Second)
-		defer cancel()
-		_ = srv.SetReady(ctx, st.Hostname, ready) // a node never registered has nothing to mark
-	}
-}
-
-func (k *kubernetes) remove(st talosnode.NodeStatus) {
-	if srv := k.server(st.Cluster); srv != nil && st.Hostname != "" {
-		ctx, cancel := context.WithTimeout(k.lab.ctx, 30*time.Second)
-		defer cancel()
-		_ = srv.DeleteNode(ctx, st.Hostname) // a node never registered has nothing to delete
-	}
 }
 
 // KubeAPI returns the Kubernetes API of cluster once it is bootstrapped,

@@ -27,11 +27,11 @@ import (
 
 // TestClusterAPIGoesWithItsLastControlPlane: a cluster's API outlives its
 // control planes powered off (the same apiserver answers with its data when
-// they come back) and all but one of them deleted; once the last one is
-// deleted, or reset, the apiserver stops, its VIP is forgotten and its data
-// removed, and a new cluster of the same name bootstraps a fresh API on the
-// same VIP: it answers with the new cluster's CA and lists only the new
-// nodes.
+// they come back) and all but one of them deleted (their Nodes stay, not
+// Ready); once the last one is deleted, or reset, the apiserver stops, its
+// VIP is forgotten and its data removed, and a new cluster of the same name
+// bootstraps a fresh API on the same VIP: it answers with the new cluster's
+// CA and lists only the new nodes.
 func TestClusterAPIGoesWithItsLastControlPlane(t *testing.T) {
 	t.Parallel()
 	needKubeAPIServer(t)
@@ -85,6 +85,22 @@ func TestClusterAPIGoesWithItsLastControlPlane(t *testing.T) {
 				}
 			}
 			eventually(t, "the API answers with one control plane left", 10*time.Second, func() error { return hasMarker(first.kube) })
+			eventually(t, "the deleted servers' Nodes stay, not Ready", 10*time.Second, func() error {
+				list, err := first.kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+				if err != nil {
+					return err
+				}
+				got := map[string]bool{}
+				for _, n := range list.Items {
+					got[n.Name] = ready(n)
+				}
+				for host, a := range first.addrs {
+					if r, ok := got[host]; !ok || r != (a == last) {
+						return fmt.Errorf("Nodes (name: Ready) %v; want all of %v, only %s Ready", got, first.addrs, first.host(last))
+					}
+				}
+				return nil
+			})
 			if l.KubeAPI(name) != api {
 				t.Fatal("deleting all but one control plane replaced the cluster's API")
 			}

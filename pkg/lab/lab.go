@@ -307,11 +307,14 @@ func (l *Lab) Status() Status {
 //   - GET /nodes: every Talos node's talosnode.NodeStatus, by address.
 //   - PUT /nodes/{address}/knobs: one node's scripted faults, replacing
 //     its knobs (JSON talosnode.Knobs, e.g. {"neverBoots": true},
-//     {"resetFails": "disk busy"}, {"neverLeavesEtcd": true},
-//     {"rebootDown": "30s"}: a Go duration); 204 when set, 404 when no node
-//     runs at the address, 400 for bad JSON or an address outside
-//     127.0.0.0/8. With ?pending=true the knobs of an address without a
-//     node wait for the next node that boots there (202).
+//     {"resetFails": "disk busy"}, {"resetHangs": true},
+//     {"rebootHangs": true}, {"drainBlocked": true},
+//     {"neverLeavesEtcd": true}, {"rebootDown": "30s"}: a Go duration);
+//     204 once set (drainBlocked's budget included, for a node its
+//     Kubernetes knows), 404 when no node runs at the address, 400 for bad
+//     JSON or an address outside 127.0.0.0/8, 500 when the Kubernetes side
+//     failed. With ?pending=true the knobs of an address without a node
+//     wait for the next node that boots there (202).
 func (l *Lab) ControlHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, l.Status()) })
@@ -347,6 +350,10 @@ func (l *Lab) ControlHandler() http.Handler {
 		}
 		switch now, later := l.nodeKnobs.set(addr, k, r.URL.Query().Get("pending") == "true"); {
 		case now:
+			if err := l.kube.applyKnobs(r.Context(), addr); err != nil {
+				http.Error(w, fmt.Sprintf("knobs set; their Kubernetes side (drainBlocked): %v", err), http.StatusInternalServerError)
+				return
+			}
 			w.WriteHeader(http.StatusNoContent)
 		case later:
 			w.WriteHeader(http.StatusAccepted)

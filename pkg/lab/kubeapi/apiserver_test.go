@@ -73,6 +73,9 @@ func TestAPIServer(t *testing.T) { //nolint:tparallel // "faults" and "shutdown"
 		t.Run("nodes", func(t *testing.T) { t.Parallel(); checkNodes(t, srv, cs) })
 		t.Run("drain", func(t *testing.T) { t.Parallel(); checkDrain(t, srv, cs) })
 		t.Run("delete node", func(t *testing.T) { t.Parallel(); checkDeleteNode(t, srv, cs) })
+		t.Run("node config", func(t *testing.T) { t.Parallel(); checkNodeConfig(t, srv, cs) })
+		t.Run("workload", func(t *testing.T) { t.Parallel(); checkWorkload(t, srv, cs) })
+		t.Run("drain blocked", func(t *testing.T) { t.Parallel(); checkDrainBlocked(t, srv, cs) })
 	})
 	t.Run("faults", func(t *testing.T) { checkFaults(t, srv, inj) })
 	t.Run("shutdown", func(t *testing.T) {
@@ -144,7 +147,8 @@ func checkNodes(t *testing.T, srv *Server, cs kubernetes.Interface) {
 		t.Errorf("nodes (-want +got):\n%s", d)
 	}
 
-	// Not ready: condition False and the lifecycle controller's taint.
+	// Gone: every condition Unknown and the lifecycle controller's
+	// unreachable taints.
 	if err := srv.SetReady(ctx, "cp-2", false); err != nil {
 		t.Fatal(err)
 	}
@@ -152,8 +156,14 @@ func checkNodes(t *testing.T, srv *Server, cs kubernetes.Interface) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if nodeReady(n) || !slices.ContainsFunc(n.Spec.Taints, func(tn corev1.Taint) bool { return tn.Key == corev1.TaintNodeNotReady }) {
-		t.Errorf("cp-2 after SetReady(false): conditions %+v taints %+v", n.Status.Conditions, n.Spec.Taints)
+	unknown := !slices.ContainsFunc(n.Status.Conditions, func(c corev1.NodeCondition) bool { return c.Status != corev1.ConditionUnknown })
+	var gone []string
+	for _, tn := range n.Spec.Taints {
+		gone = append(gone, tn.ToString())
+	}
+	wantGone := []string{"node-role.kubernetes.io/control-plane:NoSchedule", "node.kubernetes.io/unreachable:NoSchedule", "node.kubernetes.io/unreachable:NoExecute"}
+	if !unknown || len(n.Status.Conditions) != 4 || !cmp.Equal(wantGone, gone) {
+		t.Errorf("cp-2 after SetReady(false): conditions %+v taints %v, want 4 Unknown and %v", n.Status.Conditions, gone, wantGone)
 	}
 	if err := srv.SetReady(ctx, "cp-2", true); err != nil {
 		t.Fatal(err)
@@ -169,14 +179,15 @@ func checkNodes(t *testing.T, srv *Server, cs kubernetes.Interface) {
 	if !nodeReady(n) || !cmp.Equal(wantTaints, taints) {
 		t.Errorf("cp-2 after SetReady(true): ready=%t taints %v, want ready and %v", nodeReady(n), taints, wantTaints)
 	}
-	// Re-registration (a reboot) keeps the node and updates it.
+	// Re-registration (a reboot) keeps the node and updates it: the labels
+	// Talos applied are the new configuration's.
 	if err := srv.RegisterNode(ctx, Node{Name: "cp-3", Ready: true, KubeletVersion: "v1.35.5", Labels: map[string]string{"lab.test/upgraded": "yes"}}); err != nil {
 		t.Fatal(err)
 	}
 	if n, err = cs.CoreV1().Nodes().Get(ctx, "cp-3", metav1.GetOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if n.Status.NodeInfo.KubeletVersion != "v1.35.5" || n.Labels["lab.test/upgraded"] != "yes" || n.Labels["lab.test/group"] != "nodes" {
+	if _, still := n.Labels["lab.test/group"]; n.Status.NodeInfo.KubeletVersion != "v1.35.5" || n.Labels["lab.test/upgraded"] != "yes" || still {
 		t.Errorf("cp-3 after re-registration: kubelet %s labels %v", n.Status.NodeInfo.KubeletVersion, n.Labels)
 	}
 	if err := srv.SetReady(ctx, "no-such-node", true); !apierrors.IsNotFound(err) {
@@ -256,6 +267,7 @@ func checkDrain(t *testing.T, srv *Server, cs kubernetes.Interface) {
 	}
 }
 
+// checkDeleteNode: a Node a client deletes takes its pods with it.
 func checkDeleteNode(t *testing.T, srv *Server, cs kubernetes.Interface) {
 	t.Helper()
 	ctx := t.Context()
@@ -264,13 +276,10 @@ func checkDeleteNode(t *testing.T, srv *Server, cs kubernetes.Interface) {
 	}
 	createNamespace(t, cs, "gone")
 	createPod(t, cs, "gone", "orphan", "worker-2")
-	if err := srv.DeleteNode(ctx, "worker-2"); err != nil {
+	if err := cs.CoreV1().Nodes().Delete(ctx, "worker-2", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cs.CoreV1().Nodes().Get(ctx, "worker-2", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		t.Errorf("node after DeleteNode: err = %v, want NotFound", err)
-	}
-	eventually(t, "pod of a deleted node gone", podGone(cs, "gone", "orphan"))
+	eventually(t, "pod of a deleted node gone (the pod garbage collector)", podGone(cs, "gone", "orphan"))
 }
 
 // checkFaults proves each labnet knob on the API address, with a token

@@ -26,22 +26,37 @@
 // Server.SetServing(false) closes the front door's address as a VIP nobody
 // owns would (connections refused, open ones cut); the apiserver runs on.
 //
-// Server.RegisterNode, SetReady and DeleteNode create and update Node
-// objects as a kubelet (and the node lifecycle controller and pod garbage
-// collector) would; they are marked with LabNodeAnnotation, as KWOK marks its
-// nodes. A loop plays the kubelet of those nodes: pods bound to a Ready lab
-// node become Running (with host and pod IPs and container statuses), and
-// graceful deletions of their pods finish after Options.PodTerminationDelay,
-// so evictions and drains complete.
+// Server.RegisterNode (a kubelet starting), UpdateNode (a configuration
+// applied live) and SetReady (the kubelet back, or gone: Unknown and the
+// unreachable taints) create and update Node objects as a kubelet, Talos's
+// node controller (the labels and taints it owns, talos.dev/owned-labels
+// and owned-taints) and the node lifecycle controller would; they are
+// marked with LabNodeAnnotation, as KWOK marks its nodes. Nothing deletes
+// a Node but a client, as in a real cluster. A loop plays the kubelet of
+// those nodes: pods bound to a Ready lab node become Running (with host and
+// pod IPs and container statuses), and graceful deletions of their pods
+// finish after Options.PodTerminationDelay, so evictions and drains
+// complete; it also plays the pod garbage collector (the pods of a deleted
+// lab Node go).
+//
+// Server.PlaceWorkload puts the lab's workload (namespace lab-workload) on
+// a node, as the controllers would: a pod of the DaemonSet lab-agent on
+// every node (a drain skips it) and, on a node that takes ordinary pods, a
+// pod of the ReplicaSet lab-app (a drain evicts it). SetDrainBlocked adds
+// a lab-guarded pod under a PodDisruptionBudget whose status it writes
+// itself (disruptionsAllowed 0: every eviction answers 429), and unblocks
+// it (disruptionsAllowed 1).
 //
 // Not simulated (a real apiserver with no other control-plane component):
 //   - no kube-controller-manager: no Deployments → ReplicaSets → Pods, no
 //     garbage collection of ownerReferences, namespaces stay Terminating, no
 //     "default" ServiceAccounts (the ServiceAccount admission plugin is off),
-//     no PodDisruptionBudget status (a fixture must write it, or evictions
-//     under a PDB get 429 and client-go retries them), no node lifecycle
-//     (nothing marks a silent node NotReady; SetReady does it), no CSR
-//     approval, no endpoints/EndpointSlices;
+//     no PodDisruptionBudget status (a fixture must write it, as
+//     SetDrainBlocked does, or evictions under a PDB get 429 and client-go
+//     retries them), no node lifecycle (nothing marks a silent node; SetReady
+//     does it; no taint-based eviction), no replica counts (an evicted
+//     workload pod is not recreated elsewhere), no CSR approval, no
+//     endpoints/EndpointSlices;
 //   - no scheduler: a pod needs spec.nodeName to run;
 //   - kubelets: no containers, logs, exec, attach or port-forward, no node
 //     Leases or heartbeats, no static/mirror pods (the control plane's own

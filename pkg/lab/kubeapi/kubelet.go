@@ -24,7 +24,8 @@ const nodeNameIndex = "spec.nodeName"
 
 // kubelet plays the kubelet of every lab node: pods bound to a Ready lab
 // node become Running, and graceful deletions of pods on lab nodes finish
-// (after the configured delay), so drains complete.
+// (after the configured delay), so drains complete. It also plays the pod
+// garbage collector for lab nodes: the pods of a deleted one go.
 type kubelet struct {
 	client  kubernetes.Interface
 	delay   time.Duration
@@ -40,14 +41,17 @@ type kubelet struct {
 	// terminating is when the worker first saw each pod's deletion; the
 	// informer's delete handler forgets it.
 	terminating map[types.UID]time.Time
+	// deleted are the lab nodes deleted (and not created again) since the
+	// kubelet started.
+	deleted map[string]bool
 }
 
 func startKubelet(cs kubernetes.Interface, delay time.Duration) *kubelet {
 	ctx, cancel := context.WithCancel(context.Background())
 	k := &kubelet{
 		client: cs, delay: delay, cancel: cancel, done: make(chan struct{}),
-		terminating: map[types.UID]time.Time{},
-		factory:     informers.NewSharedInformerFactory(cs, 0),
+		terminating: map[types.UID]time.Time{}, deleted: map[string]bool{},
+		factory: informers.NewSharedInformerFactory(cs, 0),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](20*time.Millisecond, 5*time.Second),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "lab-kubelet"}),
@@ -67,8 +71,9 @@ func startKubelet(cs kubernetes.Interface, delay time.Duration) *kubelet {
 		DeleteFunc: k.forgetPod,
 	})
 	_, _ = nodeInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    k.enqueueNodePods,
+		AddFunc:    k.nodeAdded,
 		UpdateFunc: func(_, obj any) { k.enqueueNodePods(obj) },
+		DeleteFunc: k.nodeDeleted,
 	})
 	k.factory.Start(ctx.Done())
 	go func() {
@@ -104,6 +109,34 @@ func (k *kubelet) forgetPod(obj any) {
 		delete(k.terminating, p.UID)
 		k.mu.Unlock()
 	}
+}
+
+func (k *kubelet) nodeAdded(obj any) {
+	if n, ok := obj.(*corev1.Node); ok {
+		k.mu.Lock()
+		delete(k.deleted, n.Name)
+		k.mu.Unlock()
+	}
+	k.enqueueNodePods(obj)
+}
+
+// nodeDeleted sends the pods of a deleted lab node to the garbage
+// collector (sync).
+func (k *kubelet) nodeDeleted(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	n, ok := obj.(*corev1.Node)
+	if !ok {
+		return
+	}
+	if _, lab := n.Annotations[LabNodeAnnotation]; !lab {
+		return
+	}
+	k.mu.Lock()
+	k.deleted[n.Name] = true
+	k.mu.Unlock()
+	k.enqueueNodePods(n)
 }
 
 func (k *kubelet) enqueueNodePods(obj any) {
@@ -148,6 +181,14 @@ func (k *kubelet) sync(ctx context.Context, key string) (time.Duration, error) {
 	}
 	node, err := k.nodes.Get(pod.Spec.NodeName)
 	if err != nil {
+		k.mu.Lock()
+		deleted := k.deleted[pod.Spec.NodeName]
+		k.mu.Unlock()
+		if deleted { // the pod garbage collector's orphan
+			ctx, cancel := context.WithTimeout(ctx, apiTimeout)
+			defer cancel()
+			return 0, forceDelete(ctx, k.client, pod)
+		}
 		return 0, nil // not (yet) a node: a node add will bring it back
 	}
 	if _, ok := node.Annotations[LabNodeAnnotation]; !ok {

@@ -57,15 +57,22 @@
 //     extension), ImageFactorySchematic and BootID (Talos ≥ 1.14), cluster Member
 //     for every discovery member and config MachineConfig "v1alpha1" (the
 //     active configuration as delivered or applied; sensitive, so os:admin
-//     only).
+//     only); and in the "meta" namespace the ResourceDefinitions of those
+//     types (machinery's own definitions: aliases, print columns,
+//     sensitivity; BootID and ImageFactorySchematic on Talos ≥ 1.14 only)
+//     and their Namespaces, so talosctl resolves "get members",
+//     "get extensions", "get machineconfig" as on Talos.
 //
 // Faults: every call is recorded in a labnet.Recorder ("talos", method
 // "grpc" or "grpc-read", path "<gRPC method>?node=<address>", status =
 // the gRPC code) and passes a labnet.Injector first (latency; 5xx become
 // Unavailable, other HTTP statuses their gRPC codes; hangs last until the
-// client's deadline). Node knobs script the rest: a node that never
-// boots, a reset that fails, apid down for longer after a reboot, an etcd
-// member that never leaves, one that never starts.
+// client's deadline). Node knobs (Knobs) script the rest: a node that
+// never boots, a reset that fails, one that hangs (up and answering, still
+// an etcd member), a reboot of Talos's own that never comes back, apid
+// down for longer after a reboot, an etcd member that never leaves, one
+// that never starts; and, for the lab's Kubernetes, a drain that never
+// finishes (DrainBlocked). Clearing a hang's knob lets it go on.
 //
 // Not simulated: containers, kubelet and Kubernetes itself (the lab's
 // kube-apiserver part plugs in through Options.OnBootstrap, OnEvent and

@@ -23,9 +23,10 @@ func TestKnobsJSON(t *testing.T) {
 		t.Fatalf("marshal = %s, want %s", data, want)
 	}
 	for in, want := range map[string]talosnode.Knobs{
-		`{"neverLeavesEtcd":true,"rebootDown":"1m30s"}`: k,
-		`{"rebootDown":5000000000}`:                     {RebootDown: 5 * time.Second},
-		`{"neverBoots":true}`:                           {NeverBoots: true},
+		`{"neverLeavesEtcd":true,"rebootDown":"1m30s"}`:              k,
+		`{"rebootDown":5000000000}`:                                  {RebootDown: 5 * time.Second},
+		`{"neverBoots":true}`:                                        {NeverBoots: true},
+		`{"resetHangs":true,"rebootHangs":true,"drainBlocked":true}`: {ResetHangs: true, RebootHangs: true, DrainBlocked: true},
 	} {
 		var got talosnode.Knobs
 		if err := json.Unmarshal([]byte(in), &got); err != nil || got != want {

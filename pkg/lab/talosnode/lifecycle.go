@@ -52,25 +52,33 @@ func (n *Node) PowerOff() {
 }
 
 // Restart is a provider restart (ACPI shutdown, then start): the node
-// reboots and comes back after its reboot downtime.
+// reboots and comes back after its reboot downtime, even when its own
+// reboots hang (Knobs.RebootHangs).
 func (n *Node) Restart() {
-	n.reboot()
+	n.restart(false)
 }
 
 // down marks the OS down and bumps the boot generation so timers of the
-// previous boot do nothing; f.mu held.
+// previous boot do nothing, and a hung reset or reboot is over; f.mu held.
 func (n *Node) down(stage runtime.MachineStage) {
 	n.gen++
 	n.osUp, n.apiUp, n.servicesUp, n.rebooting = false, false, false, false
+	n.hungReset, n.hungBoot = nil, 0
 	n.stage = stage
 	if n.cluster != nil {
 		n.cluster.etcd.elect()
 	}
 }
 
-// reboot takes the node down now and boots it after its reboot downtime,
-// into a staged configuration or an upgrade's image if there is one.
+// reboot is a reboot Talos itself runs (see Knobs.RebootHangs).
 func (n *Node) reboot() {
+	n.restart(true)
+}
+
+// restart takes the node down now and boots it after its reboot downtime,
+// into a staged configuration or an upgrade's image if there is one;
+// Talos's own reboot (own) hangs instead while Knobs.RebootHangs is set.
+func (n *Node) restart(own bool) {
 	f := n.fleet
 	f.mu.Lock()
 	if !n.powered {
@@ -79,11 +87,17 @@ func (n *Node) reboot() {
 	}
 	n.down(runtime.MachineStageRebooting)
 	g, wait, c := n.gen, n.rebootDown(), n.cluster
+	hang := own && n.knobs.RebootHangs
+	if hang {
+		n.hungBoot = g
+	}
 	f.mu.Unlock()
 	n.stopAPI()
 	f.emit(EventDown, n)
 	n.changed(c)
-	f.after(wait, func() { n.bootDone(g) })
+	if !hang {
+		f.after(wait, func() { n.bootDone(g) })
+	}
 }
 
 // rebootSoon reboots after the RPC that asked for it returned.

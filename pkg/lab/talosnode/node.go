@@ -68,6 +68,11 @@ type Node struct {
 	lastResetError error
 	// boot is the current boot's id and event buffer.
 	boot bootState
+	// hungReset is the reset sequence Knobs.ResetHangs holds, if any.
+	hungReset *resetSeq
+	// hungBoot is the boot generation whose reboot Knobs.RebootHangs
+	// holds (0: none).
+	hungBoot uint64
 
 	srvMu sync.Mutex
 	srv   *grpc.Server
@@ -202,11 +207,21 @@ func (n *Node) Knobs() Knobs {
 	return n.knobs
 }
 
-// SetKnobs replaces the node's scripted faults.
+// SetKnobs replaces the node's scripted faults. A hung reset or reboot
+// whose knob is cleared goes on.
 func (n *Node) SetKnobs(k Knobs) {
-	n.fleet.mu.Lock()
-	defer n.fleet.mu.Unlock()
+	f := n.fleet
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	n.knobs = k
+	if r := n.hungReset; r != nil && !k.ResetHangs {
+		n.hungReset = nil
+		f.after(0, func() { n.resetSequence(*r) })
+	}
+	if g := n.hungBoot; g != 0 && !k.RebootHangs {
+		n.hungBoot = 0
+		f.after(n.rebootDown(), func() { n.bootDone(g) })
+	}
 }
 
 // Cluster is the cluster of the node's configuration (nil when wiped).

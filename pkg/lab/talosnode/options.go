@@ -87,6 +87,25 @@ type Knobs struct {
 	// never started: it is listed with an empty name (etcd's "unstarted"
 	// member) and counts towards the quorum size without being up.
 	EtcdNeverStarts bool `json:"etcdNeverStarts,omitempty"`
+	// ResetHangs makes a reset sequence hang once the API accepted it, as
+	// one stuck in its drain does: the node keeps running and answering
+	// (stage resetting), still an etcd member, nothing wiped; another
+	// Reset is accepted but starts nothing (machined's sequence lock). A
+	// reboot or power-off ends the hung sequence; clearing the knob lets
+	// it go on to the end.
+	ResetHangs bool `json:"resetHangs,omitempty"`
+	// RebootHangs makes every reboot Talos itself runs never end: a Reboot
+	// call, an apply that reboots (Talos ≤ 1.13), an upgrade's reboot, the
+	// install from maintenance mode. apid goes down and stays down; the VM
+	// runs. A provider restart or power cycle boots the node normally;
+	// clearing the knob lets the hung reboot finish.
+	RebootHangs bool `json:"rebootHangs,omitempty"`
+	// DrainBlocked is not Talos's: the lab's Kubernetes reads it. While it
+	// is set, the node's Kubernetes Node carries a controller-owned pod
+	// under a PodDisruptionBudget that allows no disruption, so every
+	// eviction of it answers 429 and a drain never finishes; clearing it
+	// lets the budget allow one.
+	DrainBlocked bool `json:"drainBlocked,omitempty"`
 }
 
 // knobsJSON is Knobs on the wire.

@@ -17,27 +17,46 @@ func (s *machineServer) Reset(_ context.Context, in *machine.ResetRequest) (*mac
 	if len(in.GetUserDisksToWipe()) > 0 && in.GetMode() == machine.ResetRequest_SYSTEM_DISK {
 		return nil, errors.New("reset failed: invalid input, wipe mode SYSTEM_DISK doesn't support UserDisksToWipe parameter")
 	}
+	reply := &machine.ResetResponse{Messages: []*machine.Reset{{ActorId: actorID()}}}
 	f := n.fleet
 	f.mu.Lock()
-	g := n.gen
+	if n.stage == runtime.MachineStageResetting {
+		// a reset sequence runs: machined's sequence lock refuses this one
+		// in the background ("sequence not started"), the call succeeds
+		f.mu.Unlock()
+		return reply, nil
+	}
+	r := resetSeq{gen: n.gen, graceful: in.GetGraceful(), reboot: in.GetReboot()}
 	n.stage = runtime.MachineStageResetting
 	actor := n.resetStarted(in.GetGraceful())
 	f.mu.Unlock()
 	n.syncResources()
-	graceful, reboot := in.GetGraceful(), in.GetReboot()
-	f.after(0, func() { n.resetSequence(g, graceful, reboot) })
+	f.after(0, func() { n.resetSequence(r) })
 	return &machine.ResetResponse{Messages: []*machine.Reset{{ActorId: actor}}}, nil
 }
 
-// resetSequence runs the reset of boot generation g.
-func (n *Node) resetSequence(g uint64, graceful, reboot bool) {
+// resetSeq is one reset sequence: of boot generation gen, graceful or not,
+// ending in a reboot or a halt.
+type resetSeq struct {
+	gen              uint64
+	graceful, reboot bool
+}
+
+// resetSequence runs a reset; it stops where Knobs.ResetHangs holds it.
+func (n *Node) resetSequence(r resetSeq) {
 	f := n.fleet
 	f.mu.Lock()
-	if n.gen != g {
+	if n.gen != r.gen {
 		f.mu.Unlock()
 		return
 	}
-	leave := graceful && n.cfg != nil && n.cfg.controlPlane() && n.etcdData
+	if n.knobs.ResetHangs {
+		n.hungReset = &r
+		f.mu.Unlock()
+		return
+	}
+	g, reboot := r.gen, r.reboot
+	leave := r.graceful && n.cfg != nil && n.cfg.controlPlane() && n.etcdData
 	failure := n.knobs.ResetFails
 	f.mu.Unlock()
 

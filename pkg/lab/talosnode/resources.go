@@ -75,6 +75,7 @@ func (n *Node) syncResources() {
 		r.TypedSpec().Status = runtime.MachineStatusStatus{Ready: v.ready, UnmetConditions: v.unmet}
 		return nil
 	})
+	n.syncDefinitions(ctx, v)
 	n.syncExtensions(ctx, v)
 	n.syncMembers(ctx, v)
 	n.syncConfig(ctx, v)

@@ -5,12 +5,10 @@ import (
 	"net"
 
 	cosiapi "github.com/cosi-project/runtime/api/v1alpha1"
-	"github.com/cosi-project/runtime/pkg/resource"
 	"github.com/cosi-project/runtime/pkg/state"
 	cosiserver "github.com/cosi-project/runtime/pkg/state/protobuf/server"
 	"github.com/siderolabs/talos/pkg/machinery/api/cluster"
 	"github.com/siderolabs/talos/pkg/machinery/api/machine"
-	configres "github.com/siderolabs/talos/pkg/machinery/resources/config"
 	"github.com/siderolabs/talos/pkg/machinery/role"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -89,12 +87,6 @@ func readOnly(ctx context.Context, access state.Access) error {
 		return errNotAuthorized
 	}
 	return nil
-}
-
-// sensitive reports the served resource types whose definition is
-// meta.Sensitive.
-func sensitive(typ resource.Type) bool {
-	return typ == configres.MachineConfigType
 }
 
 // newServer builds apid for one boot: mTLS from the machine config (or the
