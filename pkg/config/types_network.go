@@ -2,6 +2,7 @@ package config
 
 import (
 	"net/netip"
+	"slices"
 	"strings"
 )
 
@@ -116,6 +117,21 @@ func (r SecurityRule) TalosName() string {
 		return '-'
 	}
 	return "security-" + strings.Map(keep, strings.ToLower(r.Name))
+}
+
+// OpenPorts returns the open-by-default ports (80, then 443) that no rule
+// claims: the policy the Talos host firewall, the OpenStack security group
+// and the Proxmox VM firewall all enforce, so it lives with the rules. A
+// claim is keyed on the resolved port, whatever the rule's name, and a
+// claiming rule with no hosts closes the port to all.
+func (s SecurityRules) OpenPorts() []int {
+	var open []int
+	for _, p := range []int{PortHTTP, PortHTTPS} {
+		if !slices.ContainsFunc(s, func(r SecurityRule) bool { return r.Port == p }) {
+			open = append(open, p)
+		}
+	}
+	return open
 }
 
 // defaultPort returns the built-in port of a rule name (0 when none).

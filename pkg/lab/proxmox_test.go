@@ -17,6 +17,7 @@ import (
 	"github.com/talosc/talosc/pkg/talos/factory"
 	"github.com/talosc/talosc/pkg/talos/identity"
 	"github.com/talosc/talosc/pkg/talos/machineconfig"
+	"github.com/talosc/talosc/pkg/talos/naming"
 )
 
 // pxCluster is a Talos cluster being built on the lab's Proxmox VE with
@@ -86,7 +87,7 @@ func (c *pxCluster) startVM(vmid int, m config.Machine, address netip.Prefix) *g
 		return goproxmox.VirtualMachineOption{Name: k, Value: v}
 	}
 	c.wait(c.node.NewVirtualMachine(ctx, vmid, opt("name", m.Hostname), opt("scsi0", "local-lvm:10"), opt("agent", "enabled=1"),
-		opt("net0", "virtio="+machineconfig.MAC(c.cfg.Name, m.Hostname, 0)+",bridge=vmbr0")))
+		opt("net0", "virtio="+naming.MAC(c.cfg.Name, m.Hostname, 0)+",bridge=vmbr0")))
 	vm, err := c.node.VirtualMachine(ctx, vmid)
 	if err != nil {
 		c.tb.Fatal(err)

@@ -11,7 +11,6 @@ import (
 
 	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/state"
-	"github.com/talosc/talosc/pkg/talos/firewall"
 )
 
 // groupSelf marks a rule whose remote group is the cluster group itself.
@@ -36,7 +35,7 @@ type ruleKey struct {
 func desiredRules(sec config.SecurityRules) []ruleKey {
 	v4 := string(rules.EtherType4)
 	want := []ruleKey{{ether: v4, proto: string(rules.ProtocolICMP)}}
-	for _, p := range firewall.OpenPorts(sec) {
+	for _, p := range sec.OpenPorts() {
 		want = append(want, ruleKey{ether: v4, proto: string(rules.ProtocolTCP), min: p, max: p})
 	}
 	for _, r := range sec {

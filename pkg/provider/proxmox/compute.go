@@ -16,7 +16,7 @@ import (
 	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/provider"
 	"github.com/talosc/talosc/pkg/state"
-	"github.com/talosc/talosc/pkg/talos/machineconfig"
+	"github.com/talosc/talosc/pkg/talos/naming"
 )
 
 // Plan kinds of the compute half.
@@ -203,14 +203,14 @@ func vmConfig(cluster *config.Cluster, j vmJob, vmid int) map[string]any {
 		"scsi0":       fmt.Sprintf("%s:%d", px.Storage, j.pool.Disk),
 		"ide2":        j.spec.Image.ID + ",media=cdrom",
 		"ide3":        cidataVolID(cluster, host) + ",media=cdrom",
-		"net0":        nic(machineconfig.MAC(cluster.Name, host, 0), clusterBridge(cluster), cluster.Network.Cluster.VLAN),
+		"net0":        nic(naming.MAC(cluster.Name, host, 0), clusterBridge(cluster), cluster.Network.Cluster.VLAN),
 		"agent":       "enabled=1",
 		"onboot":      1,
 		"boot":        "order=scsi0;ide2",
 		"smbios1":     "uuid=" + uuid.NewSHA1(uuid.NameSpaceDNS, []byte("taloscluster:"+cluster.Name+":"+host)).String(),
 	}
 	if bridge, vlan, ok := externalNIC(cluster); ok {
-		conf["net1"] = nic(machineconfig.MAC(cluster.Name, host, 1), bridge, vlan)
+		conf["net1"] = nic(naming.MAC(cluster.Name, host, 1), bridge, vlan)
 	}
 	return conf
 }

@@ -18,7 +18,7 @@ import (
 	"github.com/talosc/talosc/pkg/provider"
 	"github.com/talosc/talosc/pkg/provider/proxmox"
 	"github.com/talosc/talosc/pkg/state"
-	"github.com/talosc/talosc/pkg/talos/machineconfig"
+	"github.com/talosc/talosc/pkg/talos/naming"
 )
 
 // userData is the machine config a test machine boots from.
@@ -135,7 +135,7 @@ func TestCreateMachines_EverySettingCidataFirewallPlacement(t *testing.T) {
 		}
 		c := vm.Config
 		cidata := "local:iso/" + proxmox.CidataFile("c", m.Hostname)
-		mac := machineconfig.MAC("c", m.Hostname, 0)
+		mac := naming.MAC("c", m.Hostname, 0)
 		want := map[string]string{
 			"name": m.Hostname, "description": "managed-by=taloscluster cluster=c",
 			"tags": "cluster_c;pool_" + m.Pool + ";role_" + m.Role + ";taloscluster", "cores": "2", "memory": "4096",

@@ -12,7 +12,6 @@ import (
 	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/provider"
 	"github.com/talosc/talosc/pkg/state"
-	"github.com/talosc/talosc/pkg/talos/firewall"
 )
 
 // KindFirewall is the plan kind of a VM's firewall (options and rules).
@@ -109,7 +108,7 @@ func policyOf(cluster *config.Cluster) firewallPolicy {
 		}
 	}
 	add(ruleKey{proto: "icmp"}, "icmp")
-	for _, port := range firewall.OpenPorts(cluster.Security) {
+	for _, port := range cluster.Security.OpenPorts() {
 		add(ruleKey{proto: "tcp", dport: strconv.Itoa(port)}, fmt.Sprintf("tcp/%d open", port))
 	}
 	for _, r := range cluster.Security {

@@ -15,7 +15,7 @@ import (
 
 	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/provider"
-	"github.com/talosc/talosc/pkg/talos/machineconfig"
+	"github.com/talosc/talosc/pkg/talos/naming"
 )
 
 // Ownership markers (reference §5.3): the pool, its comment and the VM
@@ -223,7 +223,7 @@ func (c *Cloud) guestAddress(ctx context.Context, cluster *config.Cluster, r vmR
 	if err := c.client.Get(ctx, vmPath(r.Node, r.VMID)+"/agent/network-get-interfaces", &out); err != nil {
 		return netip.Addr{}
 	}
-	mac := machineconfig.MAC(cluster.Name, r.Name, 0)
+	mac := naming.MAC(cluster.Name, r.Name, 0)
 	slices.SortStableFunc(out.Result, func(a, b agentIface) int {
 		return boolRank(strings.EqualFold(b.MAC, mac)) - boolRank(strings.EqualFold(a.MAC, mac))
 	})

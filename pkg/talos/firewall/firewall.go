@@ -103,28 +103,11 @@ func Documents(in Input) ([]string, error) {
 	if in.Kubespan && len(peers) > 0 {
 		docs = append(docs, rule(RuleKubeSpan, nethelpers.ProtocolUDP, port(PortKubeSpan), peers))
 	}
-	for _, p := range OpenPorts(in.Security) {
+	for _, p := range in.Security.OpenPorts() {
 		docs = append(docs, rule(OpenRuleName(p), nethelpers.ProtocolTCP, port(p), []netip.Prefix{anywhere()}))
 	}
 	docs = append(docs, security...)
 	return encodeAll(docs)
-}
-
-// OpenPorts returns the open-by-default ports (80, then 443) that no
-// security rule claims. A claim is keyed on the resolved port, whatever the
-// rule's name, and a claiming rule with no hosts closes the port to all.
-func OpenPorts(rules config.SecurityRules) []int {
-	var open []int
-	for _, p := range []int{config.PortHTTP, config.PortHTTPS} {
-		claimed := false
-		for _, r := range rules {
-			claimed = claimed || r.Port == p
-		}
-		if !claimed {
-			open = append(open, p)
-		}
-	}
-	return open
 }
 
 // OpenRuleName is the document name of an open-by-default port.

@@ -279,28 +279,6 @@ func TestDocuments_Scaffold(t *testing.T) {
 	}
 }
 
-func TestOpenPorts(t *testing.T) {
-	t.Parallel()
-	cases := []struct {
-		name  string
-		rules config.SecurityRules
-		want  []int
-	}{
-		{"none", nil, []int{80, 443}},
-		{"unrelated", config.SecurityRules{r("kubernetes", 6443, "t", tailnet)}, []int{80, 443}},
-		{"80 claimed by another name", config.SecurityRules{r("ingress", 80, "o", office)}, []int{443}},
-		{"both closed", config.SecurityRules{r("http", 80), r("https", 443)}, nil},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			if diff := cmp.Diff(tc.want, firewall.OpenPorts(tc.rules)); diff != "" {
-				t.Errorf("OpenPorts (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
 func write(t *testing.T, path string, b []byte) {
 	t.Helper()
 	if err := os.WriteFile(path, b, 0o600); err != nil {

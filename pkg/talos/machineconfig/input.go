@@ -10,6 +10,7 @@ import (
 	"github.com/siderolabs/talos/pkg/machinery/config/generate/secrets"
 
 	"github.com/talosc/talosc/pkg/config"
+	"github.com/talosc/talosc/pkg/talos/naming"
 )
 
 // Input is what every node's configuration of one cluster is generated from.
@@ -145,10 +146,10 @@ func (in *Input) checkNode(n Node) (config.Pool, error) {
 func (n Node) controlPlane() bool { return n.Machine.Role == config.RoleControlPlane }
 
 // mac returns the MAC of NIC index i in Talos's lowercase form: the
-// caller's, else the deterministic one (MAC).
+// caller's, else the deterministic one (naming.MAC).
 func (n Node) mac(cluster string, i int) (string, error) {
 	if i >= len(n.MACs) || n.MACs[i] == "" {
-		return MAC(cluster, n.Machine.Hostname, i), nil
+		return naming.MAC(cluster, n.Machine.Hostname, i), nil
 	}
 	hw, err := net.ParseMAC(n.MACs[i])
 	if err != nil || len(hw) != 6 {

@@ -5,6 +5,17 @@ import (
 	"net/netip"
 )
 
+// Link aliases the generated configs give the NICs (LinkAliasConfig names).
+const (
+	// LinkPrivate is the cluster NIC (NIC 0).
+	LinkPrivate = "private"
+	// LinkExternal is the routed external NIC (NIC 1, Proxmox).
+	LinkExternal = "external"
+	// linkOpenStackFallback is the OpenStack NIC when its MAC is unknown:
+	// cloud platforms boot with net.ifnames=0 and a server has one port.
+	linkOpenStackFallback = "eth0"
+)
+
 // standardMTU is the MTU the default route is clamped to on jumbo-frame
 // L2s: traffic leaving the L2 rarely survives more.
 const standardMTU = 1500

@@ -2,13 +2,13 @@ package machineconfig_test
 
 import (
 	"net/netip"
-	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/talosc/talosc/pkg/talos/machineconfig"
+	"github.com/talosc/talosc/pkg/talos/naming"
 )
 
 // named returns the document of kind named name, or nil.
@@ -125,7 +125,7 @@ func TestProxmoxContribution_Bridge(t *testing.T) {
 					t.Errorf("disk %q platform %q max %d, want /dev/sda nocloud 0", contrib.InstallDisk, contrib.Platform, contrib.MaxUserData)
 				}
 				docs := documents(t, mustGenerate(t, in, n).Bytes())
-				wantMatch := `mac(link.permanent_addr) == "` + machineconfig.MAC("br", tc.host, 0) + `"`
+				wantMatch := `mac(link.permanent_addr) == "` + naming.MAC("br", tc.host, 0) + `"`
 				if got := dig(named(docs, "LinkAliasConfig", "private"), "selector", "match"); got != wantMatch {
 					t.Errorf("private alias selector %v, want %s", got, wantMatch)
 				}
@@ -191,7 +191,7 @@ func TestProxmoxContribution_SDNAndExternal(t *testing.T) {
 				t.Errorf("static SDN node also runs DHCP on private")
 			}
 			ext := named(docs, "LinkConfig", "external")
-			anchor, err := machineconfig.Anchor("lab", tc.host, netip.MustParsePrefix("169.254.32.0/20"))
+			anchor, err := naming.Anchor("lab", tc.host, netip.MustParsePrefix("169.254.32.0/20"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -238,41 +238,10 @@ func TestReturnPathPodUsesTheNodesKubernetesVersion(t *testing.T) {
 			if !strings.Contains(b, "image: registry.k8s.io/kube-proxy:v1.35.4") || strings.Contains(b, "kube-proxy:v1.36.1") {
 				t.Errorf("return-path pod does not use kube-proxy at the node's v1.35.4")
 			}
-			if !strings.Contains(b, machineconfig.MAC("lab", "lab-worker-02", 1)) {
+			if !strings.Contains(b, naming.MAC("lab", "lab-worker-02", 1)) {
 				t.Errorf("return-path script does not look for the external NIC's MAC")
 			}
 		})
-	}
-}
-
-func TestMACAndAnchor(t *testing.T) {
-	t.Parallel()
-	mac := regexp.MustCompile(`^02(:[0-9a-f]{2}){5}$`)
-	a, b := machineconfig.MAC("lab", "lab-worker-01", 0), machineconfig.MAC("lab", "lab-worker-01", 1)
-	if !mac.MatchString(a) || !mac.MatchString(b) || a == b || a != machineconfig.MAC("lab", "lab-worker-01", 0) {
-		t.Errorf("MAC = %s, %s; want stable, distinct, locally administered", a, b)
-	}
-	if got := machineconfig.MAC("demo", "demo-controlplane-01", 0); got != "02:73:d6:fa:93:d7" {
-		t.Errorf("MAC(demo, demo-controlplane-01, 0) = %s, want 02:73:d6:fa:93:d7 (02 + sha256(\"demo/demo-controlplane-01/0\")[:5])", got)
-	}
-	for _, cidr := range []string{"169.254.32.0/20", "169.254.0.0/30", "169.254.7.7/32"} {
-		p := netip.MustParsePrefix(cidr)
-		for _, h := range []string{"x-controlplane-01", "x-worker-01", "x-worker-02"} {
-			got, err := machineconfig.Anchor("x", h, p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			addr := got.Addr()
-			if got.Bits() != 32 || !p.Contains(addr) {
-				t.Errorf("Anchor(%s, %s) = %s, want a /32 inside", h, cidr, got)
-			}
-			if p.Bits() < 31 && (addr == p.Masked().Addr() || !p.Contains(addr.Next())) {
-				t.Errorf("Anchor(%s, %s) = %s is the network or broadcast address", h, cidr, got)
-			}
-		}
-	}
-	if _, err := machineconfig.Anchor("x", "h", netip.Prefix{}); err == nil {
-		t.Errorf("Anchor with no anchor_cidr succeeded")
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/talos/factory"
+	"github.com/talosc/talosc/pkg/talos/naming"
 )
 
 // Names of the Proxmox patches.
@@ -165,4 +166,28 @@ func proxmoxExternalLink(cfg *config.Cluster, n Node, vip netip.Addr, vipExterna
 		})
 	}
 	return append([]any{aliasDoc(LinkExternal, mac1), link}, rules...), nil
+}
+
+// anchorFor returns hostname's anchor and refuses one that collides with
+// another desired machine's (the reference aborts on a collision).
+func anchorFor(cfg *config.Cluster, hostname string) (netip.Prefix, error) {
+	ext := cfg.Network.External
+	mine, err := naming.Anchor(cfg.Name, hostname, ext.AnchorCIDR)
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	for _, m := range cfg.Hostnames() {
+		if m.Hostname == hostname {
+			continue
+		}
+		other, err := naming.Anchor(cfg.Name, m.Hostname, ext.AnchorCIDR)
+		if err != nil {
+			return netip.Prefix{}, err
+		}
+		if other == mine {
+			return netip.Prefix{}, fmt.Errorf("link-local anchors of %s and %s collide (%s in network.external.anchor_cidr %s); use a larger anchor_cidr (/20 or wider)",
+				hostname, m.Hostname, mine.Addr(), ext.AnchorCIDR)
+		}
+	}
+	return mine, nil
 }

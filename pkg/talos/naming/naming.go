@@ -1,4 +1,10 @@
-package machineconfig
+// Package naming derives a machine's deterministic network identities from
+// its cluster and hostname (reference §5.1): the MAC address of each NIC
+// and the link-local anchor on the external link. The providers that create
+// the NICs and the machine configs that match them must agree on these, so
+// they live here, with no Talos machinery behind them: importing naming
+// costs a provider nothing of the config generator.
+package naming
 
 import (
 	"crypto/sha256"
@@ -6,19 +12,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-
-	"github.com/talosc/talosc/pkg/config"
-)
-
-// Link aliases the generated configs give the NICs (LinkAliasConfig names).
-const (
-	// LinkPrivate is the cluster NIC (NIC 0).
-	LinkPrivate = "private"
-	// LinkExternal is the routed external NIC (NIC 1, Proxmox).
-	LinkExternal = "external"
-	// linkOpenStackFallback is the OpenStack NIC when its MAC is unknown:
-	// cloud platforms boot with net.ifnames=0 and a server has one port.
-	linkOpenStackFallback = "eth0"
 )
 
 // MAC is the deterministic MAC address of a machine's NIC (reference §5.1):
@@ -52,28 +45,4 @@ func Anchor(cluster, hostname string, anchorCIDR netip.Prefix) (netip.Prefix, er
 	var out [4]byte
 	binary.BigEndian.PutUint32(out[:], uint32(n)) // n stays inside the network
 	return netip.PrefixFrom(netip.AddrFrom4(out), 32), nil
-}
-
-// anchorFor returns hostname's anchor and refuses one that collides with
-// another desired machine's (the reference aborts on a collision).
-func anchorFor(cfg *config.Cluster, hostname string) (netip.Prefix, error) {
-	ext := cfg.Network.External
-	mine, err := Anchor(cfg.Name, hostname, ext.AnchorCIDR)
-	if err != nil {
-		return netip.Prefix{}, err
-	}
-	for _, m := range cfg.Hostnames() {
-		if m.Hostname == hostname {
-			continue
-		}
-		other, err := Anchor(cfg.Name, m.Hostname, ext.AnchorCIDR)
-		if err != nil {
-			return netip.Prefix{}, err
-		}
-		if other == mine {
-			return netip.Prefix{}, fmt.Errorf("link-local anchors of %s and %s collide (%s in network.external.anchor_cidr %s); use a larger anchor_cidr (/20 or wider)",
-				hostname, m.Hostname, mine.Addr(), ext.AnchorCIDR)
-		}
-	}
-	return mine, nil
 }
