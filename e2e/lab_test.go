@@ -131,9 +131,15 @@ func (s *scriptLab) networks() (cluster, external string) {
 //	lab knob NAME JSON           replace the fault knobs of the Talos node of
 //	                             Proxmox VM NAME (talosnode.Knobs as JSON,
 //	                             e.g. {"neverBoots": true})
+//	lab volumes N                N Cinder volumes in the project, owned or not
+//	lab etcd-members DIR NAME... the etcd members (talosctl etcd members,
+//	                             through DIR's talosconfig) are NAME...
+//	lab kube-nodes DIR NAME[:K=V]...
+//	                             the Kubernetes Nodes of DIR's kubeconfig
+//	                             are NAME..., each with label K=V if given
 func cmdLab(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) == 0 || (neg && args[0] != "vm-config") {
-		ts.Fatalf("usage: lab up|follow|mark|mutations|owned|count|images|vms|isos|wait|token|task|tasks|faults|real-owned|real-images|sdn|vm-config|vm-pending|order|knob ...")
+		ts.Fatalf("usage: lab up|follow|mark|mutations|owned|count|images|vms|isos|wait|token|task|tasks|faults|real-owned|real-images|sdn|vm-config|vm-pending|order|knob|volumes|etcd-members|kube-nodes ...")
 	}
 	s, _ := ts.Value(labKey{}).(*scriptLab)
 	switch args[0] {
@@ -215,6 +221,13 @@ func cmdLab(ts *testscript.TestScript, neg bool, args []string) {
 		s.order(ts, args[1:])
 	case "knob":
 		s.knob(ts, args[1:])
+	case "volumes":
+		volumes := s.simulated(ts).Inventory().Volumes
+		want(ts, "volumes (owned or not)", count(ts, args), len(volumes), fmt.Sprint(volumes))
+	case "etcd-members":
+		etcdMembers(ts, args[1:])
+	case "kube-nodes":
+		kubeNodes(ts, args[1:])
 	default:
 		ts.Fatalf("lab %s: unknown subcommand", args[0])
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/talosc/talosc/pkg/phase/bootimage"
 	"github.com/talosc/talosc/pkg/phase/network"
 	"github.com/talosc/talosc/pkg/phase/nodes"
+	"github.com/talosc/talosc/pkg/phase/preflight"
 )
 
 // The lab the phase benchmarks run on: every endpoint answers after 50 ms
@@ -90,6 +91,22 @@ func startLabCluster(b *testing.B, provider string, seq int, size benchSize) *la
 	c.resize(b, provider, size)
 	l.Recorder().Reset()
 	return c
+}
+
+// edit replaces old, which must be there, in cluster.yaml.
+func (c *labCluster) edit(b *testing.B, old, replacement string) {
+	b.Helper()
+	path := filepath.Join(c.dir, "cluster.yaml")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if !strings.Contains(string(data), old) {
+		b.Fatalf("cluster.yaml holds no %q:\n%s", old, data)
+	}
+	if err := os.WriteFile(path, []byte(strings.Replace(string(data), old, replacement, 1)), 0o600); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // resize sets the machine counts of the cluster.yaml the lab wrote (3
@@ -162,7 +179,7 @@ func builtinPhases() []builtinPhase {
 // reading the previous one's stdout, as "tc-image ACTION | tc-net ACTION |
 // tc-nodes ACTION" would. It fails b with the failing phase's stderr. With
 // -v it logs every phase's stderr.
-func (c *labCluster) run(b *testing.B, action string) {
+func (c *labCluster) run(b *testing.B, action string, flags ...string) {
 	b.Helper()
 	var doc []byte
 	for _, p := range builtinPhases() {
@@ -170,9 +187,10 @@ func (c *labCluster) run(b *testing.B, action string) {
 		root := p.newCommand(cli.Streams{In: bytes.NewReader(doc), Out: &stdout, ErrOut: &stderr},
 			func(ctx context.Context, o *phase.Options, action string) error {
 				o.LookupEnv = c.lookupEnv
+				o.Validate = preflight.Validate // in process: no tc-nodes binary to run
 				return o.Run(ctx, p.phase, action)
 			})
-		root.SetArgs([]string{action, "-C", c.dir})
+		root.SetArgs(append([]string{action, "-C", c.dir}, flags...))
 		start := time.Now()
 		err := root.ExecuteContext(b.Context())
 		if testing.Verbose() {

@@ -34,12 +34,16 @@ type Options struct {
 	Load func(dir string, o config.LoadOptions) (*config.Cluster, error)
 	// LookupEnv reads the environment; nil means os.LookupEnv.
 	LookupEnv func(string) (string, bool)
+	// Validate is the whole-run validation (NewCommand's validate).
+	Validate Validator
 }
 
-// NewCommand returns the root command of the phase binary for p. runF, when
-// not nil, replaces the real run (tests capture the options with it).
-func NewCommand(s cli.Streams, p Phase, runF func(context.Context, *Options, string) error) *cobra.Command {
-	o := &Options{Streams: s, Load: config.Load, LookupEnv: os.LookupEnv}
+// NewCommand returns the root command of the phase binary for p, which
+// validates a run with validate. runF, when not nil, replaces the real run
+// (tests capture the options with it). The nodes phase, which links the
+// validation, also serves it as its "validate" action.
+func NewCommand(s cli.Streams, p Phase, validate Validator, runF func(context.Context, *Options, string) error) *cobra.Command {
+	o := &Options{Streams: s, Load: config.Load, LookupEnv: os.LookupEnv, Validate: validate}
 	binary := plugin.Prefix + p.Name()
 	root := &cobra.Command{
 		Use:   binary + " ACTION [flags] < state.json > state.json",
@@ -66,7 +70,11 @@ cluster.yaml (in -C DIR) and the JSON state document of earlier phases on stdin
 		{ActionStatus, "Report what the phase owns"},
 		{ActionCheck, "Report what needs attention (needs no provider credentials)"},
 		{ActionDestroy, "Remove what the phase owns (needs --yes; the front door asks first)"},
+		{ActionValidate, "Validate the whole run before its first mutation (the first phase runs it; it changes nothing)"},
 	} {
+		if a.name == ActionValidate && p.Name() != Nodes {
+			continue
+		}
 		cmd := &cobra.Command{
 			Use:   a.name,
 			Short: a.short,
@@ -80,6 +88,12 @@ cluster.yaml (in -C DIR) and the JSON state document of earlier phases on stdin
 		}
 		if a.name == ActionPlan || a.name == ActionConverge {
 			cmd.Flags().BoolVar(&o.Reboot, "reboot", false, "restart nodes with pending sizing or NIC changes, one at a time, control planes first")
+		}
+		if a.name == ActionValidate {
+			cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "validate a plan (no confirmation needed)")
+		}
+		if a.name == ActionConverge || a.name == ActionValidate {
+			cmd.Flags().BoolVar(&o.Yes, "yes", false, "confirm a scale-down (a phase in a pipe cannot prompt; without it a removal is refused before anything changes)")
 		}
 		if a.name == ActionDestroy {
 			cmd.Flags().BoolVar(&o.Yes, "yes", false, "confirm the destruction (a phase in a pipe cannot prompt)")
@@ -99,7 +113,7 @@ func (o *Options) Run(ctx context.Context, p Phase, action string) error {
 	if err != nil {
 		return cli.Usage(err)
 	}
-	dryRun := action == ActionPlan || (action == ActionDestroy && o.DryRun)
+	dryRun := action == ActionPlan || ((action == ActionDestroy || action == ActionValidate) && o.DryRun)
 	if action == ActionDestroy && !o.Yes && !o.DryRun {
 		return cli.Usagef("%s destroy needs --yes (use \"kubectl talosc destroy\" to be asked)", plugin.Prefix+p.Name())
 	}
@@ -118,6 +132,9 @@ func (o *Options) Run(ctx context.Context, p Phase, action string) error {
 	// Under the front door, which printed the warnings and renders the
 	// whole plan from the final document, a phase only reports progress.
 	_, fromFrontDoor := o.LookupEnv(plugin.EnvPath)
+	// The validate action runs under the first phase, which already
+	// printed the warnings and its header.
+	fromFrontDoor = fromFrontDoor || action == ActionValidate
 	if !fromFrontDoor {
 		for _, w := range cfg.Warnings {
 			out.Warn("%s", w)
@@ -140,7 +157,7 @@ func (o *Options) Run(ctx context.Context, p Phase, action string) error {
 	if err != nil {
 		return cli.Usage(err)
 	}
-	in := &Input{Config: cfg, State: doc, DryRun: dryRun, Reboot: o.Reboot, Out: out, Env: env}
+	in := &Input{Config: cfg, State: doc, DryRun: dryRun, Reboot: o.Reboot, Yes: o.Yes, Out: out, Env: env, Validate: o.Validate}
 	runErr := o.perform(ctx, p, action, in, &sec)
 	if dryRun && errors.Is(runErr, provider.ErrNotAvailable) {
 		// A plan that cannot observe the provider is deferred, not failed.
@@ -150,6 +167,9 @@ func (o *Options) Run(ctx context.Context, p Phase, action string) error {
 	}
 	if runErr != nil && sec.Status == "" {
 		sec.Fail(runErr)
+		if ce, ok := errors.AsType[*ConfirmError](runErr); ok {
+			sec.Error.Confirm = ce.Prompt
+		}
 	}
 	if !fromFrontDoor {
 		if action == ActionPlan || action == ActionConverge || action == ActionDestroy {
@@ -174,6 +194,15 @@ func (o *Options) perform(ctx context.Context, p Phase, action string, in *Input
 			return err
 		}
 		setDone(sec, in.DryRun)
+	case ActionValidate:
+		fact, err := in.Validate(ctx, in)
+		if err != nil {
+			return err
+		}
+		if err := sec.SetOutputs(fact); err != nil {
+			return err
+		}
+		sec.Status = state.StatusSucceeded
 	case ActionStatus:
 		if err := p.Status(ctx, in, sec); err != nil {
 			return err

@@ -61,7 +61,7 @@ func run(t *testing.T, f *fakePhase, stdin string, loadErr error, args ...string
 	s, in, out, errOut := genericiooptions.NewTestIOStreams()
 	in.WriteString(stdin)
 	var res result
-	cmd := phase.NewCommand(s, f, func(ctx context.Context, o *phase.Options, action string) error {
+	cmd := phase.NewCommand(s, f, nil, func(ctx context.Context, o *phase.Options, action string) error {
 		o.LookupEnv = func(k string) (string, bool) {
 			if k == "TALOSC_PLUGIN_SECTIONS" {
 				return "", true

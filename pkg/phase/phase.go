@@ -20,6 +20,9 @@ const (
 	ActionStatus   = "status"
 	ActionCheck    = "check"
 	ActionDestroy  = "destroy"
+	// ActionValidate is the nodes phase's whole-run validation, which the
+	// first phase of a run asks for (ExecValidator).
+	ActionValidate = "validate"
 )
 
 // Builtin phase names, in converge order. Destroy runs them in reverse.
@@ -55,7 +58,12 @@ type Input struct {
 	DryRun bool
 	// Reboot asks for nodes with pending sizing or NIC changes to be restarted.
 	Reboot bool
-	Out    *ui.Printer
+	// Yes confirms a scale-down (converge --yes).
+	Yes bool
+	// Validate runs the whole-run validation (the first phase of a run
+	// calls it before its first mutation).
+	Validate Validator
+	Out      *ui.Printer
 	// Env is the run's environment: provider connection, Image Factory,
 	// time scale.
 	Env *Env
@@ -95,3 +103,31 @@ type Finding struct {
 	Observed   string `json:"observed,omitempty"`
 	Attention  string `json:"attention,omitempty"`
 }
+
+// ConfirmError is a change that needs a human's yes (a scale-down):
+// nothing was changed; the front door asks Prompt and runs again with
+// --yes.
+type ConfirmError struct {
+	Prompt string
+}
+
+func (e *ConfirmError) Error() string {
+	return e.Prompt + "; nothing was changed: confirm with converge --yes (a phase in a pipe cannot prompt)"
+}
+
+// Validated is the fact a phase records when it ran the whole-run
+// validation before its first mutation: the later phases of the same run
+// need not repeat it. It holds for the cluster.yaml it was made from.
+type Validated struct {
+	// Fingerprint identifies the loaded cluster.yaml (secrets redacted)
+	// and the run's mode.
+	Fingerprint string `json:"fingerprint"`
+	// Removals are the machines the run confirmed removing.
+	Removals []string `json:"removals,omitempty"`
+}
+
+// Validator runs the whole-run validation for in and returns its fact.
+// The nodes phase links it (pkg/phase/preflight); the image and net
+// phases run "tc-nodes validate" (ExecValidator), so that only one binary
+// links what validating a live cluster needs.
+type Validator func(ctx context.Context, in *Input) (*Validated, error)

@@ -78,6 +78,11 @@ type Error struct {
 	Message string `json:"message"`
 	// Problems lists individual findings, e.g. one per invalid key.
 	Problems []string `json:"problems,omitempty"`
+	// Confirm, when set, is the question a human must answer yes to
+	// before the phase may go on ("scale down will remove 1 node(s):
+	// demo-worker-03"): nothing was changed; the front door asks it and
+	// runs again with --yes.
+	Confirm string `json:"confirm,omitempty"`
 }
 
 // Section is what one phase or plugin recorded.

@@ -123,7 +123,7 @@ func confirm(s cli.Streams, prompt, want string) error {
 		return &cli.ExitError{Code: cli.ExitInterrupted, Err: errors.New("interrupted: no answer on stdin (use --yes in scripts); nothing was done")}
 	}
 	if strings.TrimSpace(line) != want {
-		return &cli.ExitError{Code: cli.ExitFailure, Err: errors.New("aborted: the answer did not match the cluster name; nothing was done")}
+		return &cli.ExitError{Code: cli.ExitFailure, Err: fmt.Errorf("aborted: the answer was not %q; nothing was done", want)}
 	}
 	return nil
 }

@@ -75,9 +75,22 @@ func (o *RunOptions) Run(ctx context.Context) error {
 	if o.Reboot {
 		extra = append(extra, "--reboot")
 	}
+	if o.Yes && !dryRun {
+		extra = append(extra, "--yes")
+	}
 	res, err := s.runPhases(ctx, o.Action, doc, extra...)
 	if err != nil {
 		return err
+	}
+	if question := confirmation(res); question != "" && !o.Yes && !dryRun {
+		// The first phase refused before any mutation: ask, then run
+		// again with the answer.
+		if err := confirm(o.Globals.Streams, question+"\ntype yes to go on: ", "yes"); err != nil {
+			return err
+		}
+		if res, err = s.runPhases(ctx, o.Action, doc, append(extra, "--yes")...); err != nil {
+			return err
+		}
 	}
 	doc = res.doc
 	var pluginErr error
@@ -95,6 +108,19 @@ func (o *RunOptions) Run(ctx context.Context) error {
 		return &cli.ExitError{Code: cli.ExitFailure, Err: pluginErr}
 	}
 	return nil
+}
+
+// confirmation is the question a failed phase asked (a scale-down), "" if
+// none.
+func confirmation(res pipeResult) string {
+	if res.code == 0 || res.doc == nil {
+		return ""
+	}
+	sec, ok, err := res.doc.Section(res.failed)
+	if err != nil || !ok || sec.Error == nil {
+		return ""
+	}
+	return sec.Error.Confirm
 }
 
 // validatePlugins runs every installed plugin's validate hook, configured or

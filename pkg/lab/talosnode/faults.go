@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/siderolabs/talos/pkg/machinery/api/machine"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -44,36 +45,43 @@ func (a *apiServices) callPath(fullMethod string) string {
 // recordUnary records the call and applies the injector's decision.
 func (a *apiServices) recordUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	start := time.Now()
+	method := methodOf(info.FullMethod, req)
 	resp, err := func() (any, error) {
-		if err := a.inject(ctx, info.FullMethod); err != nil {
+		if err := a.inject(ctx, info.FullMethod, method); err != nil {
 			return nil, err
 		}
 		return handler(ctx, req)
 	}()
-	a.record(info.FullMethod, start, err)
+	a.record(info.FullMethod, method, start, err)
 	return resp, err
 }
 
 // recordStream records the call and applies the injector's decision.
 func (a *apiServices) recordStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 	start := time.Now()
-	err := a.inject(ss.Context(), info.FullMethod)
+	method := methodOf(info.FullMethod, nil)
+	err := a.inject(ss.Context(), info.FullMethod, method)
 	if err == nil {
 		err = handler(srv, ss)
 	}
-	a.record(info.FullMethod, start, err)
+	a.record(info.FullMethod, method, start, err)
 	return err
 }
 
+// methodOf is how a call is recorded: a read, or a call that may change
+// state. A dry-run ApplyConfiguration changes nothing (Talos only diffs).
+func methodOf(fullMethod string, req any) string {
+	if apply, ok := req.(*machine.ApplyConfigurationRequest); isRead(fullMethod) || (ok && apply.GetDryRun()) {
+		return methodRead
+	}
+	return methodWrite
+}
+
 // record appends the call to the recorder.
-func (a *apiServices) record(fullMethod string, start time.Time, err error) {
+func (a *apiServices) record(fullMethod, method string, start time.Time, err error) {
 	rec := a.node.fleet.opts.Recorder
 	if rec == nil {
 		return
-	}
-	method := methodWrite
-	if isRead(fullMethod) {
-		method = methodRead
 	}
 	rec.Record(labnet.Call{
 		Service: ServiceName, Method: method, Path: a.callPath(fullMethod),
@@ -84,14 +92,10 @@ func (a *apiServices) record(fullMethod string, start time.Time, err error) {
 // inject applies the lab's faults: latency, a gRPC error (HTTP statuses
 // mapped to their gRPC codes: 5xx is Unavailable) or a hang until the
 // client gives up.
-func (a *apiServices) inject(ctx context.Context, fullMethod string) error {
+func (a *apiServices) inject(ctx context.Context, fullMethod, method string) error {
 	inj := a.node.fleet.opts.Injector
 	if inj == nil {
 		return nil
-	}
-	method := methodWrite
-	if isRead(fullMethod) {
-		method = methodRead
 	}
 	d := inj.Decide(ServiceName, method, a.callPath(fullMethod))
 	if d.Delay > 0 {

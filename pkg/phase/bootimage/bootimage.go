@@ -10,7 +10,6 @@ import (
 	"io"
 
 	"github.com/talosc/talosc/pkg/phase"
-	"github.com/talosc/talosc/pkg/phase/nodes"
 	"github.com/talosc/talosc/pkg/phase/sections"
 	"github.com/talosc/talosc/pkg/provider"
 	"github.com/talosc/talosc/pkg/state"
@@ -32,13 +31,15 @@ func (Phase) Converge(ctx context.Context, in *phase.Input, sec *state.Section) 
 	if err != nil {
 		return err
 	}
-	if err := nodes.Validate(ctx, in, cloud); err != nil {
+	fact, err := in.Validate(ctx, in)
+	if err != nil {
 		return err
 	}
 	spec, out, err := imageSpec(ctx, in)
 	if err != nil {
 		return err
 	}
+	out.Validated = fact
 	plan := in.NewPlan()
 	img, err := cloud.EnsureImage(ctx, spec, plan)
 	sec.Plan = plan.Changes()

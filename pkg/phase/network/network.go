@@ -9,7 +9,6 @@ import (
 	"errors"
 
 	"github.com/talosc/talosc/pkg/phase"
-	"github.com/talosc/talosc/pkg/phase/nodes"
 	"github.com/talosc/talosc/pkg/phase/sections"
 	"github.com/talosc/talosc/pkg/provider"
 	"github.com/talosc/talosc/pkg/state"
@@ -30,8 +29,9 @@ func (Phase) Converge(ctx context.Context, in *phase.Input, sec *state.Section) 
 	if err != nil {
 		return err
 	}
+	var fact *phase.Validated
 	if _, ran, _ := in.State.Section(phase.Image); !ran {
-		if err := nodes.Validate(ctx, in, cloud); err != nil {
+		if fact, err = in.Validate(ctx, in); err != nil {
 			return err
 		}
 	}
@@ -39,9 +39,9 @@ func (Phase) Converge(ctx context.Context, in *phase.Input, sec *state.Section) 
 	res, err := cloud.ReconcileNetwork(ctx, sections.NetworkSpec(in.Config), plan)
 	sec.Plan = plan.Changes()
 	if res == nil {
-		return errors.Join(err, sec.SetOutputs(sections.Network{Provider: in.Config.Provider()}))
+		return errors.Join(err, sec.SetOutputs(sections.Network{Validated: fact, Provider: in.Config.Provider()}))
 	}
-	if err := record(in, sec, res); err != nil {
+	if err := record(in, sec, res, fact); err != nil {
 		return err
 	}
 	if err == nil {
@@ -85,11 +85,11 @@ func (Phase) Check(context.Context, *phase.Input) (phase.Report, error) {
 	return phase.Report{OK: true}, nil
 }
 
-func record(in *phase.Input, sec *state.Section, res *provider.NetworkResult) error {
+func record(in *phase.Input, sec *state.Section, res *provider.NetworkResult, fact *phase.Validated) error {
 	if !res.Kubernetes.VIP.IsValid() || res.Kubernetes.Advertised == "" {
 		sec.Unknown = []string{"kubernetes"}
 	}
-	return sec.SetOutputs(sections.Network{Provider: in.Config.Provider(), NetworkResult: *res})
+	return sec.SetOutputs(sections.Network{Validated: fact, Provider: in.Config.Provider(), NetworkResult: *res})
 }
 
 func addr(e provider.Endpoint) string {

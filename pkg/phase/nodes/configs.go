@@ -57,20 +57,15 @@ func ConfigInput(cfg *config.Cluster, id *identity.Identity, advertised string, 
 	return in
 }
 
-// hasEndpoint reports that the network phase allocated the Kubernetes API
-// endpoint (VIP and advertised address) configurations are generated for.
-func (r *run) hasEndpoint() bool {
-	return r.net != nil && r.net.Kubernetes.VIP.IsValid() && r.net.Kubernetes.Advertised != ""
-}
-
 // configInput is the generation input of the run's nodes and the installer
-// plan it took every pool's installer from; hasEndpoint must hold.
+// plan it took every pool's installer from; obs.hasEndpoint must hold.
 func (r *run) configInput() (machineconfig.Input, *factory.InstallerPlan, error) {
 	installers, err := Installers(r.cfg, r.in.Env.FactoryURL())
 	if err != nil {
 		return machineconfig.Input{}, nil, err
 	}
-	return ConfigInput(r.cfg, r.id, r.net.Kubernetes.Advertised, r.net.Kubernetes.VIP, installers.ByPool, r.cloud.Project()), installers, nil
+	k := r.obs.netKubernetes()
+	return ConfigInput(r.cfg, r.id, k.Advertised, k.VIP, installers.ByPool, r.cloud.Project()), installers, nil
 }
 
 // generate is m's configuration at the pinned versions: a new machine's

@@ -21,6 +21,7 @@ import (
 	"github.com/talosc/talosc/pkg/phase/bootimage"
 	"github.com/talosc/talosc/pkg/phase/network"
 	"github.com/talosc/talosc/pkg/phase/nodes"
+	"github.com/talosc/talosc/pkg/phase/preflight"
 	"github.com/talosc/talosc/pkg/state"
 	"github.com/talosc/talosc/pkg/talos/identity"
 )
@@ -104,10 +105,11 @@ func (d *labDir) runReboot(t *testing.T, action string, reboot bool) (state.Sect
 	for _, p := range []phase.Phase{bootimage.Phase{}, network.Phase{}, nodes.Phase{}} {
 		var stdout, stderr bytes.Buffer
 		o := &phase.Options{
-			Dir:     d.dir,
-			Reboot:  reboot,
-			Streams: cli.Streams{In: bytes.NewReader(doc), Out: &stdout, ErrOut: &stderr},
-			Load:    config.Load,
+			Dir:      d.dir,
+			Validate: preflight.Validate,
+			Reboot:   reboot,
+			Streams:  cli.Streams{In: bytes.NewReader(doc), Out: &stdout, ErrOut: &stderr},
+			Load:     config.Load,
 			LookupEnv: func(k string) (string, bool) {
 				v, ok := d.env[k]
 				return v, ok
@@ -170,8 +172,8 @@ const sysctlPatch = `  config_patches:
 
 // TestMachineConfigDrift: a freshly built cluster plans no machine-config
 // change; after a talos.config_patches edit a plan shows exactly the patch,
-// redacted, for every node and succeeds, and converge refuses before any
-// mutation.
+// redacted, for every node and mutates nothing, and converge rolls it out
+// (and builds a new worker beside it) so that nothing is left to plan.
 func TestMachineConfigDrift(t *testing.T) {
 	d := newLabDir(t)
 	if _, stderr, err := d.run(t, phase.ActionConverge); err != nil {
@@ -188,8 +190,8 @@ func TestMachineConfigDrift(t *testing.T) {
 	if reads := configReads(d.lab.Recorder().Calls()); reads != 2 {
 		t.Errorf("the plan read %d running configurations, want 2 (one per node)", reads)
 	}
-	// A converge compares them once, in its first phase (tc-image), not
-	// again in tc-nodes.
+	// A converge compares them once, in tc-nodes (the first phase only
+	// checks that every node answers).
 	if _, stderr, err := d.run(t, phase.ActionConverge); err != nil {
 		t.Fatalf("converge of a converged cluster: %v\n%s", err, stderr)
 	}
@@ -227,18 +229,29 @@ func TestMachineConfigDrift(t *testing.T) {
 		}
 	}
 
-	// A new worker beside the edit: the first phase (tc-image) refuses the
-	// whole converge, so not even the new worker's port is made.
-	d.edit(t, "    count: 1\n    flavor: talos.worker\n", "    count: 2\n    flavor: talos.worker\n")
-	_, stderr, err = d.run(t, phase.ActionConverge)
-	want := "machine configuration changes to existing nodes are not supported by this talosc build yet (2 node(s): drift-controlplane-01, drift-worker-01): revert the cluster.yaml change, or wait for rollouts"
-	if err == nil || !strings.Contains(err.Error(), "tc-image converge: "+want) {
-		t.Fatalf("converge with a config_patches edit: %v, want %q\n%s", err, want, stderr)
-	}
 	for _, c := range d.lab.Recorder().Calls() {
-		if c.Mutating() && c.Service != labos.Keystone { // Keystone issues tokens
-			t.Errorf("converge refused, yet made %s %s %s", c.Service, c.Method, c.Path)
+		// Keystone issues tokens; schematics are content-addressed.
+		if c.Mutating() && c.Service != labos.Keystone && c.Path != "/schematics" {
+			t.Errorf("a plan made %s %s %s", c.Service, c.Method, c.Path)
 		}
+	}
+
+	// A new worker beside the edit: converge applies the patch to both
+	// nodes and builds the worker with it; nothing is left to plan.
+	d.edit(t, "    count: 1\n    flavor: talos.worker\n", "    count: 2\n    flavor: talos.worker\n")
+	sec, stderr, err = d.run(t, phase.ActionConverge)
+	if err != nil {
+		t.Fatalf("converge with a config_patches edit: %v\n%s", err, stderr)
+	}
+	if got := configChanges(sec); len(got) != 2 {
+		t.Errorf("converge applied %+v, want both existing nodes", got)
+	}
+	sec, stderr, err = d.run(t, phase.ActionPlan)
+	if err != nil {
+		t.Fatalf("plan after the rollout: %v\n%s", err, stderr)
+	}
+	if got := configChanges(sec); len(got) != 0 {
+		t.Errorf("after the rollout, plan still changes %+v", got)
 	}
 }
 

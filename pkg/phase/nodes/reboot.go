@@ -5,27 +5,28 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/talosc/talosc/pkg/config"
-	"github.com/talosc/talosc/pkg/phase"
-	"github.com/talosc/talosc/pkg/provider"
 )
 
-// restartPending restarts the machines whose sizing or NIC changes wait
-// for a provider restart (reference §3.1 step 11, I-R11). Without --reboot
-// it only warns. With it, one machine at a time, control planes first:
-// the provider restart (through the plan, so a dry run lists them in
-// order), the Talos API reachable again, then health: Talos's server-side
-// check for a control plane, with no Kubernetes fallback, or the node
-// Ready again for a worker. An unhealthy cluster stops the rollout.
-func (r *run) restartPending(ctx context.Context, inv *provider.Inventory) error {
-	hosts, err := r.cloud.PendingRestart(ctx, r.cfg, inv)
+// reboot restarts the machines whose sizing or NIC changes wait for a
+// provider restart (reference §3.1 step 11, I-R11). Without --reboot it
+// only warns. With it, one rollout: control planes first, one at a time,
+// each reachable again and the cluster healthy (no Kubernetes fallback)
+// before the next; workers each Ready again. A real run first refreshes
+// the inventory with the machines it created.
+func (r *run) reboot(ctx context.Context) error {
+	if !r.in.DryRun {
+		if err := r.obs.refreshInventory(ctx); err != nil {
+			return err
+		}
+	}
+	hosts, err := r.cloud.PendingRestart(ctx, r.cfg, r.obs.inv)
 	if err != nil || len(hosts) == 0 {
 		return err
 	}
 	// Desired order: control planes first, then the worker pools; machines
-	// no longer desired are left to scale-down.
+	// no longer desired are scale-down's.
 	var order []config.Machine
 	for _, m := range r.desired {
 		if slices.Contains(hosts, m.Hostname) {
@@ -43,57 +44,34 @@ func (r *run) restartPending(ctx context.Context, inv *provider.Inventory) error
 		r.in.Out.Warn("%d node(s) need a restart to pick up pending sizing or NIC changes: %s -- rerun with converge --reboot", len(order), strings.Join(names, ", "))
 		return nil
 	}
+	ops := make([]op, 0, len(order))
 	for _, m := range order {
-		machine, ok := inv.Find(m.Hostname)
-		if !ok {
-			continue
-		}
-		if !r.in.DryRun {
-			r.in.Out.Info("restarting %s to apply its pending sizing or NIC changes", m.Hostname)
-		}
-		if err := r.cloud.RestartMachine(ctx, r.cfg, machine, r.plan); err != nil {
-			return err
-		}
-		if r.in.DryRun {
-			continue
-		}
-		if err := r.afterRestart(ctx, m); err != nil {
-			return fmt.Errorf("cluster unhealthy after rebooting %s; stopping the rollout: %w", m.Hostname, err)
+		if o, ok := r.restartOp(m); ok {
+			ops = append(ops, o)
 		}
 	}
-	return nil
+	return r.execute(ctx, rollout{what: "rebooting", healthAfterLast: true, serialWorkers: true}, ops)
 }
 
-// afterRestart waits until the restarted machine's Talos API answers, then
-// for the cluster's health as seen for its role.
-func (r *run) afterRestart(ctx context.Context, m config.Machine) error {
-	addr, ok := r.address(m.Hostname)
+// restartOp restarts one machine through the provider, then waits for its
+// Talos API and, for a worker, its node Ready.
+func (r *run) restartOp(m config.Machine) (op, bool) {
+	machine, ok := r.obs.inv.Find(m.Hostname)
 	if !ok {
-		return fmt.Errorf("no address known for %s", m.Hostname)
+		return op{}, false
 	}
-	c, err := r.talos(ctx, addr)
-	if err != nil {
-		return err
-	}
-	err = c.WaitReachable(ctx, addr, r.in.Env.Scale(reachableBudget), r.in.Env.Scale(reachablePoll), throttle(func(elapsed time.Duration) {
-		r.in.Out.Info("  still waiting for %s after %s", m.Hostname, elapsed.Round(time.Second))
-	}))
-	c.Close()
-	if err != nil {
-		return err
-	}
-	if m.Role == config.RoleControlPlane {
-		cps, workers, err := r.healthTargets()
-		if err != nil {
-			return err
-		}
-		return r.talosHealth(ctx, cps, workers)
-	}
-	path, _ := phase.ClientFile(r.cfg, config.KubeconfigFile)
-	kc, err := r.kube(path)
-	if err != nil {
-		return err
-	}
-	_, err = kc.WaitReady(ctx, []string{m.Hostname}, r.in.Env.Scale(readyBudget), r.in.Env.Scale(readyPoll), nil)
-	return err
+	return op{host: m.Hostname, controlPlane: m.Role == config.RoleControlPlane, actions: []action{{
+		provider: func(ctx context.Context) error {
+			if !r.in.DryRun {
+				r.in.Out.Info("restarting %s to apply its pending sizing or NIC changes", m.Hostname)
+			}
+			return r.cloud.RestartMachine(ctx, r.cfg, machine, r.plan)
+		},
+		then: func(ctx context.Context) error {
+			if err := r.nodeBack(ctx, m, ""); err != nil {
+				return fmt.Errorf("cluster unhealthy after rebooting %s; stopping the rollout: %w", m.Hostname, err)
+			}
+			return nil
+		},
+	}}}, true
 }

@@ -1,108 +1,119 @@
-// Package preflight is the validation every converge runs before its first
-// mutation (reference §3.1 step 1, I-9, I-1, I-11, I-12): the provider
-// inventory, the changes the provider cannot make to existing machines,
-// machines cluster.yaml no longer describes, a lost identity, and Talos or
-// Kubernetes versions other than the running ones. The first phase of a run
-// runs it, so a refusal leaves the cloud untouched; the nodes phase runs
-// it again for its inventory.
+// Package preflight is the whole-run validation every converge runs before
+// its first mutation (reference §3.1 step 1, I-9, I-1, I-11, I-12, I-S1,
+// I-S2, I-T1): the provider inventory, the changes the provider cannot make
+// to existing machines, a lost identity, the removals cluster.yaml asks for
+// (an even or zero control-plane count refused, a scale-down confirmed),
+// Talos or Kubernetes versions other than the running ones, Tailscale
+// toggles on a live cluster, and, on a live cluster, that every existing
+// node answers (a node in an unknown state is never assumed safe to leave
+// behind). The first phase of a run (image, or net run alone) runs it and
+// records the fact in its section; the nodes phase then only reads the
+// inventory again. Every decision about the running cluster is retried,
+// and "could not tell" refuses.
 package preflight
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
-	"slices"
-	"strings"
-	"time"
 
-	"github.com/talosc/talosc/pkg/config"
-	"github.com/talosc/talosc/pkg/kube"
 	"github.com/talosc/talosc/pkg/phase"
+	"github.com/talosc/talosc/pkg/phase/sections"
 	"github.com/talosc/talosc/pkg/provider"
+	"github.com/talosc/talosc/pkg/state"
 	"github.com/talosc/talosc/pkg/talos/identity"
-	"github.com/talosc/talosc/pkg/talos/talosapi"
 )
 
-// versionTimeout bounds each running-version read; an unreachable cluster
-// skips the version checks (the nodes phase decides what unreachable means).
-const versionTimeout = 10 * time.Second
-
 // Run validates the run against the cloud and the running cluster and
-// returns the provider inventory.
-func Run(ctx context.Context, in *phase.Input, cloud provider.Cloud) (*provider.Inventory, error) {
+// returns the provider inventory and the fact the caller records.
+func Run(ctx context.Context, in *phase.Input, cloud provider.Cloud) (*provider.Inventory, *phase.Validated, error) {
 	cfg := in.Config
 	inv, err := cloud.Inventory(ctx, cfg)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	desired := cfg.Hostnames()
-	errs := []error{cloud.ValidateMachines(ctx, cfg, desired, inv)}
-	var extra []string
-	for _, m := range inv.Machines {
-		if !slices.ContainsFunc(desired, func(d config.Machine) bool { return d.Hostname == m.Hostname }) {
-			extra = append(extra, m.Hostname)
-		}
+	if err := errors.Join(
+		cloud.ValidateMachines(ctx, cfg, desired, inv),
+		identity.CheckRecoverable(cfg.Dir, inv.Hostnames()),
+	); err != nil {
+		return inv, nil, err
 	}
-	if len(extra) > 0 {
-		errs = append(errs, fmt.Errorf("%d machine(s) exist that cluster.yaml no longer describes (%s); removing machines is not supported by this talosc build yet: restore the pool counts in cluster.yaml (or destroy the cluster)",
-			len(extra), strings.Join(extra, ", ")))
+	live, err := observe(ctx, in, inv)
+	if err != nil {
+		return inv, nil, err
 	}
-	errs = append(errs, identity.CheckRecoverable(cfg.Dir, inv.Hostnames()))
-	if err := errors.Join(errs...); err != nil {
-		return inv, err
+	removals, err := checkRemovals(in, inv, live)
+	if err != nil {
+		return inv, nil, err
 	}
-	return inv, runningVersions(ctx, in)
+	if err := errors.Join(live.checkVersions(cfg), live.checkTailscale(cfg)); err != nil {
+		return inv, nil, err
+	}
+	if err := confirm(in, removals); err != nil {
+		return inv, nil, err
+	}
+	return inv, &phase.Validated{Fingerprint: Fingerprint(in), Removals: removals}, nil
 }
 
-// runningVersions refuses pins other than what the cluster runs: Talos
-// through talosconfig's endpoint, Kubernetes through the kubeconfig. A
-// cluster that does not answer is skipped (I-11).
-func runningVersions(ctx context.Context, in *phase.Input) error {
-	cfg := in.Config
-	var errs []error
-	if path, ok := phase.ClientFile(cfg, config.KubeconfigFile); ok {
-		if kc, err := kube.Load(path, kube.Options{Timeout: versionTimeout}); err == nil {
-			if up, _ := kc.Probe(ctx, 1, 0); up {
-				if v, err := kc.ServerVersion(ctx); err == nil {
-					errs = append(errs, CompareVersion("kubernetes", cfg.Kubernetes.Version, v))
-				}
-			}
-		}
-	}
-	tc, hasTalosconfig := phase.ClientFile(cfg, config.TalosconfigFile)
-	ep, ok, _ := identity.ReadTalosconfigEndpoint(tc)
-	if !hasTalosconfig || !ok {
-		return errors.Join(errs...)
-	}
-	id, err := identity.Load(filepath.Join(cfg.Dir, identity.FileName))
+// Validate is the in-process phase.Validator (tc-nodes validate, and the
+// tests that run the phases in one process).
+func Validate(ctx context.Context, in *phase.Input) (*phase.Validated, error) {
+	cloud, err := in.Env.Cloud(ctx, in)
 	if err != nil {
-		return errors.Join(errs...) // preflight's identity check already spoke
+		return nil, err
 	}
-	c, err := talosapi.Dial(ctx, id, cfg.Name, ep, talosapi.Options{CallTimeout: versionTimeout})
-	if err != nil {
-		return errors.Join(errs...)
-	}
-	defer c.Close()
-	if v, err := c.Version(ctx, ep); err == nil {
-		errs = append(errs, CompareVersion("talos", cfg.Talos.Version, v))
-	}
-	return errors.Join(errs...)
+	_, fact, err := Run(ctx, in, cloud)
+	return fact, err
 }
 
-// CompareVersion refuses a pin other than the running version: downgrades
-// are never supported (I-11, I-12), upgrades not by this build yet.
-func CompareVersion(key, pinned, running string) error {
-	p, err1 := config.ParseVersion(pinned)
-	v, err2 := config.ParseVersion(running)
-	if err1 != nil || err2 != nil {
+// Validated is the nodes phase's validation: when an earlier phase of this
+// run recorded that it validated this cluster.yaml, only the inventory is
+// read again; otherwise the whole validation runs.
+func Validated(ctx context.Context, in *phase.Input, cloud provider.Cloud) (*provider.Inventory, error) {
+	if upstream(in) {
+		return cloud.Inventory(ctx, in.Config)
+	}
+	inv, _, err := Run(ctx, in, cloud)
+	return inv, err
+}
+
+// upstream reports an earlier phase's validation fact for this
+// cluster.yaml in a section that succeeded (a replayed document of another
+// configuration does not count).
+func upstream(in *phase.Input) bool {
+	want := Fingerprint(in)
+	img, ok, err := sections.ReadImage(in.State)
+	if err == nil && ok && img.Validated != nil && img.Validated.Fingerprint == want && succeeded(in.State, phase.Image) {
+		return true
+	}
+	net, ok, err := sections.ReadNetwork(in.State)
+	return err == nil && ok && net.Validated != nil && net.Validated.Fingerprint == want && succeeded(in.State, phase.Net)
+}
+
+func succeeded(doc *state.Document, name string) bool {
+	sec, ok, err := doc.Section(name)
+	return err == nil && ok && sec.Status == state.StatusSucceeded
+}
+
+// Fingerprint identifies the loaded cluster.yaml (secret values are
+// redacted when marshalled, so none goes into the hash) and the run's
+// action, so a plan's fact is never taken for a converge's.
+func Fingerprint(in *phase.Input) string {
+	data, _ := json.Marshal(in.Config) //nolint:errchkjson // a loaded Cluster always marshals
+	h := sha256.New()
+	h.Write(data)
+	fmt.Fprintf(h, "\x00%t\x00%t", in.DryRun, in.Yes)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// confirm refuses an unconfirmed removal in a real run (I-S2).
+func confirm(in *phase.Input, removals []string) error {
+	if len(removals) == 0 || in.DryRun || in.Yes {
 		return nil
 	}
-	switch c := p.Compare(v); {
-	case c < 0:
-		return fmt.Errorf("%s.version %s is older than the running %s; %s downgrades are not supported", key, pinned, running, key)
-	case c > 0:
-		return fmt.Errorf("%s.version %s is newer than the running %s; upgrades are not supported by this talosc build yet: revert %s.version to %s", key, pinned, running, key, running)
-	}
-	return nil
+	return &phase.ConfirmError{Prompt: fmt.Sprintf("scale down will remove %d node(s): %s", len(removals), joinNames(removals))}
 }

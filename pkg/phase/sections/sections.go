@@ -12,11 +12,12 @@ import (
 
 // Image is the image section's outputs.
 type Image struct {
-	Provider     string         `json:"provider"`
-	TalosVersion string         `json:"talosVersion"`
-	SchematicID  string         `json:"schematicID"`
-	Artifact     string         `json:"artifact"`
-	Image        provider.Image `json:"image"`
+	Validated    *phase.Validated `json:"validated,omitempty"`
+	Provider     string           `json:"provider"`
+	TalosVersion string           `json:"talosVersion"`
+	SchematicID  string           `json:"schematicID"`
+	Artifact     string           `json:"artifact"`
+	Image        provider.Image   `json:"image"`
 }
 
 // ReadImage returns the outputs of an earlier image phase in doc.
@@ -26,7 +27,9 @@ func ReadImage(doc *state.Document) (Image, bool, error) {
 
 // Network is the net section's outputs: the provider and what it reported.
 type Network struct {
-	Provider string `json:"provider"`
+	// Validated is set when the net phase ran first in its run.
+	Validated *phase.Validated `json:"validated,omitempty"`
+	Provider  string           `json:"provider"`
 	// Infrastructure is the provider's status (status only).
 	Infrastructure *provider.Status `json:"infrastructure,omitempty"`
 	provider.NetworkResult

@@ -1,0 +1,90 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/talosc/talosc/pkg/kube"
+	"github.com/talosc/talosc/pkg/talos/identity"
+	"github.com/talosc/talosc/pkg/talos/talosapi"
+)
+
+// etcdMembers checks "lab etcd-members DIR NAME...": the etcd member list
+// as talosctl etcd members reads it (EtcdMemberList, local query) on the
+// endpoint of DIR's talosconfig, with DIR's identity, is exactly NAMEs.
+func etcdMembers(ts *testscript.TestScript, args []string) {
+	if len(args) < 2 {
+		ts.Fatalf("usage: lab etcd-members DIR NAME...")
+	}
+	dir := ts.MkAbs(args[0])
+	id, err := identity.Load(filepath.Join(dir, identity.FileName))
+	ts.Check(err)
+	ep, ok, err := identity.ReadTalosconfigEndpoint(filepath.Join(dir, "talosconfig"))
+	if err != nil || !ok {
+		ts.Fatalf("lab etcd-members: no talosconfig endpoint in %s: %v", dir, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := talosapi.Dial(ctx, id, filepath.Base(dir), ep, talosapi.Options{})
+	ts.Check(err)
+	defer c.Close()
+	members, err := c.EtcdMembers(ctx, ep)
+	ts.Check(err)
+	var got []string
+	for _, m := range members {
+		got = append(got, m.Hostname)
+	}
+	slices.Sort(got)
+	if want := slices.Sorted(slices.Values(args[1:])); !slices.Equal(got, want) {
+		ts.Fatalf("etcd members on %s: %v, want %v", ep, got, want)
+	}
+}
+
+// kubeNodes checks "lab kube-nodes DIR NAME[:label=value]...": the
+// Kubernetes Node objects of DIR's kubeconfig are exactly NAMEs, each
+// carrying its label when given.
+func kubeNodes(ts *testscript.TestScript, args []string) {
+	if len(args) < 2 {
+		ts.Fatalf("usage: lab kube-nodes DIR NAME[:KEY=VALUE]...")
+	}
+	kc, err := kube.Load(filepath.Join(ts.MkAbs(args[0]), "kubeconfig"), kube.Options{})
+	ts.Check(err)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	nodes, err := kc.Nodes(ctx)
+	ts.Check(err)
+	var got, want []string
+	for _, n := range nodes {
+		got = append(got, n.Name)
+	}
+	for _, a := range args[1:] {
+		name, label, hasLabel := strings.Cut(a, ":")
+		want = append(want, name)
+		if !hasLabel {
+			continue
+		}
+		k, v, _ := strings.Cut(label, "=")
+		i := slices.IndexFunc(nodes, func(n kube.Node) bool { return n.Name == name })
+		if i < 0 || nodes[i].Labels[k] != v {
+			ts.Fatalf("node %s: want label %s=%s, have %v", name, k, v, labelsOf(nodes, i))
+		}
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		ts.Fatalf("Kubernetes nodes: %v, want %v", got, want)
+	}
+}
+
+func labelsOf(nodes []kube.Node, i int) string {
+	if i < 0 {
+		return "(no such node)"
+	}
+	return fmt.Sprint(nodes[i].Labels)
+}

@@ -1,0 +1,55 @@
+package nodes
+
+import (
+	"context"
+	"time"
+
+	"github.com/talosc/talosc/pkg/config"
+	"github.com/talosc/talosc/pkg/state"
+	"github.com/talosc/talosc/pkg/talos/identity"
+)
+
+// bootstrap bootstraps etcd on the first control plane and fetches the
+// kubeconfig from it (never from the VIP). A plan records both.
+func (r *run) bootstrap(ctx context.Context) error {
+	cp1Name := r.cp1().Hostname
+	start := time.Now()
+	err := r.plan.Do(ctx, state.Change{Action: state.ActionCreate, Kind: kindBootstrap, Name: cp1Name, Detail: "etcd on the first control plane"},
+		func(ctx context.Context) error {
+			c, cp1, err := r.obs.talosSession(ctx)
+			if err != nil {
+				return err
+			}
+			r.in.Out.Info("waiting for the Talos API of %s (%s)", cp1Name, cp1)
+			if err := c.WaitReachable(ctx, cp1, r.scaled(reachableBudget), r.scaled(reachablePoll), r.waiting(cp1Name)); err != nil {
+				return err
+			}
+			if err := c.Bootstrap(ctx, cp1, r.scaled(bootstrapBudget)); err != nil {
+				return err
+			}
+			r.in.Out.Info("bootstrapped %s in %s", cp1Name, time.Since(start).Round(time.Second))
+			return nil
+		})
+	if err != nil {
+		return err
+	}
+	path, _ := r.clientFile(config.KubeconfigFile)
+	detail := "from " + cp1Name
+	if r.in.DryRun {
+		detail = "from the first control plane"
+	}
+	return r.plan.Do(ctx, state.Change{Action: state.ActionCreate, Kind: kindFile, Name: config.KubeconfigFile, Detail: detail},
+		func(ctx context.Context) error {
+			c, cp1, err := r.obs.talosSession(ctx)
+			if err != nil {
+				return err
+			}
+			data, err := c.Kubeconfig(ctx, cp1)
+			if err != nil {
+				return err
+			}
+			r.out.Bootstrapped = true
+			r.obs.forgetKube()
+			return identity.WriteKubeconfig(path, data)
+		})
+}

@@ -1,0 +1,71 @@
+package nodes
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/talosc/talosc/pkg/config"
+	"github.com/talosc/talosc/pkg/provider"
+	"github.com/talosc/talosc/pkg/state"
+)
+
+// compute brings existing machines in line with what the provider manages
+// in place, then creates the missing ones (reference §3.1 step 10).
+func (r *run) compute(ctx context.Context) error {
+	if err := r.cloud.ReconcileMachines(ctx, r.cfg, r.obs.inv, r.plan); err != nil {
+		return err
+	}
+	return r.createMachines(ctx)
+}
+
+// createMachines generates the configurations of missing machines and
+// creates them concurrently.
+func (r *run) createMachines(ctx context.Context) error {
+	var missing []config.Machine
+	for _, m := range r.desired {
+		if _, ok := r.obs.inv.Find(m.Hostname); !ok {
+			missing = append(missing, m)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	if !r.obs.hasEndpoint() {
+		if r.in.DryRun {
+			for _, m := range missing {
+				r.plan.Record(state.Change{Action: state.ActionCreate, Kind: r.cfg.Provider() + ":server", Name: m.Hostname, Detail: "after the network phase allocates the API endpoint"})
+			}
+			return nil
+		}
+		return errors.New("the network phase reported no Kubernetes API endpoint (VIP and advertised address); run tc-net converge first")
+	}
+	input, installers, err := r.configInput()
+	if err != nil {
+		return err
+	}
+	fc, err := r.in.Env.Factory(nil)
+	if err != nil {
+		return err
+	}
+	if err := registerInstallers(ctx, fc, installers); err != nil {
+		return err
+	}
+	specs := make([]provider.MachineSpec, 0, len(missing))
+	for _, m := range missing {
+		mc, err := r.generate(input, m)
+		if err != nil {
+			return err
+		}
+		att, _ := r.obs.attachment(m.Hostname)
+		specs = append(specs, provider.MachineSpec{Machine: m, Config: mc.Bytes(), Image: r.obs.image, Attachment: att})
+	}
+	if r.obs.image.ID == "" && !r.in.DryRun {
+		return errors.New("the image phase reported no boot image; run tc-image converge first")
+	}
+	created, err := r.cloud.CreateMachines(ctx, r.cfg, specs, r.plan)
+	r.out.Machines = append(r.out.Machines, created...)
+	slices.SortFunc(r.out.Machines, func(a, b provider.Machine) int { return cmp.Compare(a.Hostname, b.Hostname) })
+	return err
+}

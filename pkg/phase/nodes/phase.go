@@ -1,0 +1,65 @@
+// Package nodes is the nodes phase: the cluster identity, the machines and
+// their Talos configurations, bootstrap, the kubeconfig and talosconfig, and
+// the health of the whole cluster, then day 2 on a live cluster: machines
+// cluster.yaml no longer wants are drained, reset and deleted, changed
+// machine configurations are rolled out, and leftover cordons lifted.
+//
+// A converge is one ordered list of steps (steps.go, in the order of the
+// reference's §3.1), each a method over one run. What the run observed of
+// the cluster (inventory, addresses, Kubernetes nodes, one memoised
+// Kubernetes client and Talos session) lives in observed; what should
+// happen to which node is decided by pure functions (removal.go,
+// apply.go) and carried out as ops by one executor behind one health
+// barrier (ops.go): control planes one at a time with the cluster healthy
+// before the next, workers in one pass. A dry run only records the ops, so
+// plan is converge with the mutations left out.
+package nodes
+
+import (
+	"context"
+	"errors"
+
+	"github.com/talosc/talosc/pkg/kube"
+	"github.com/talosc/talosc/pkg/phase"
+	"github.com/talosc/talosc/pkg/provider"
+	"github.com/talosc/talosc/pkg/state"
+)
+
+// Outputs is the nodes section's outputs.
+type Outputs struct {
+	Provider string `json:"provider"`
+	// Machines are the owned machines after the run.
+	Machines []provider.Machine `json:"machines"`
+	// Up reports that the Kubernetes API answered.
+	Up bool `json:"up"`
+	// Bootstrapped reports that the cluster has a kubeconfig (it was
+	// bootstrapped by this run or an earlier one).
+	Bootstrapped bool `json:"bootstrapped"`
+	// TalosEndpoint is talosconfig's endpoint (a real control plane).
+	TalosEndpoint string `json:"talosEndpoint,omitempty"`
+	// KubernetesEndpoint is the API URL clients use.
+	KubernetesEndpoint string `json:"kubernetesEndpoint,omitempty"`
+	// Nodes are the Kubernetes nodes, when the API answered.
+	Nodes []kube.Node `json:"nodes,omitempty"`
+}
+
+// Phase is the nodes phase.
+type Phase struct{}
+
+var _ phase.Phase = Phase{}
+
+// Name is the section the phase owns.
+func (Phase) Name() string { return phase.Nodes }
+
+// Converge builds, grows, shrinks or rolls out the cluster.
+func (Phase) Converge(ctx context.Context, in *phase.Input, sec *state.Section) error {
+	cloud, err := in.Env.Cloud(ctx, in)
+	if err != nil {
+		return err
+	}
+	r := newRun(in, cloud)
+	defer r.obs.close()
+	err = r.runSteps(ctx)
+	sec.Plan = append(sec.Plan, r.plan.Changes()...)
+	return errors.Join(err, sec.SetOutputs(r.out))
+}

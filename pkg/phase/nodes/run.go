@@ -1,0 +1,96 @@
+package nodes
+
+import (
+	"time"
+
+	"github.com/talosc/talosc/pkg/config"
+	"github.com/talosc/talosc/pkg/phase"
+	"github.com/talosc/talosc/pkg/provider"
+	"github.com/talosc/talosc/pkg/talos/identity"
+)
+
+// The reference's budgets (§3.2 I-X2), scaled by TALOSC_TIME_SCALE.
+const (
+	reachableBudget = 900 * time.Second
+	reachablePoll   = 15 * time.Second
+	bootstrapBudget = 5 * time.Minute
+	readyBudget     = 900 * time.Second
+	readyPoll       = 15 * time.Second
+	probeAttempts   = 3
+	probeInterval   = 10 * time.Second
+	healthBudget    = 10 * time.Minute
+	addressBudget   = 600 * time.Second
+	addressPoll     = 15 * time.Second
+	// settleGrace is how long a restart-requiring apply may take to
+	// reboot the node (I-R7): its boot ID must change within it.
+	settleGrace = 120 * time.Second
+	settlePoll  = 5 * time.Second
+	// resetBudget bounds a graceful reset (I-S13, I-X2).
+	resetBudget = 10 * time.Minute
+	// drainBudget is kubectl drain's --timeout 5m (I-X1).
+	drainBudget = 5 * time.Minute
+)
+
+// run is one converge of the nodes phase: its inputs, what it observed,
+// and what it records.
+type run struct {
+	in    *phase.Input
+	cfg   *config.Cluster
+	cloud provider.Cloud
+	plan  *provider.Plan
+	out   Outputs
+	// desired are the machines cluster.yaml describes, control planes first.
+	desired []config.Machine
+	id      *identity.Identity
+	obs     *observed
+}
+
+func newRun(in *phase.Input, cloud provider.Cloud) *run {
+	r := &run{in: in, cfg: in.Config, cloud: cloud, plan: in.NewPlan(), desired: in.Config.Hostnames()}
+	r.out.Provider = in.Config.Provider()
+	r.obs = newObserved(r, defaultSeams(in.Env))
+	return r
+}
+
+// scaled is d times TALOSC_TIME_SCALE.
+func (r *run) scaled(d time.Duration) time.Duration { return r.in.Env.Scale(d) }
+
+// cp1 is the first control plane, talosconfig's endpoint and the node
+// every Talos call goes through (reference §5.6).
+func (r *run) cp1() config.Machine { return r.desired[0] }
+
+// desiredMachine returns the desired machine called hostname.
+func (r *run) desiredMachine(hostname string) (config.Machine, bool) {
+	for _, m := range r.desired {
+		if m.Hostname == hostname {
+			return m, true
+		}
+	}
+	return config.Machine{}, false
+}
+
+// progressEvery is the least time between two "still waiting" lines.
+const progressEvery = 10 * time.Second
+
+// throttle passes at most one progress report per progressEvery (wall
+// time, whatever TALOSC_TIME_SCALE says), the first after progressEvery.
+func throttle(report func(elapsed time.Duration)) func(elapsed time.Duration) {
+	next := time.Now().Add(progressEvery)
+	return func(elapsed time.Duration) {
+		if now := time.Now(); now.After(next) {
+			next = now.Add(progressEvery)
+			report(elapsed)
+		}
+	}
+}
+
+// waiting is a throttled "still waiting for host" progress line.
+func (r *run) waiting(host string) func(time.Duration) {
+	return throttle(func(elapsed time.Duration) {
+		r.in.Out.Info("  still waiting for %s after %s", host, elapsed.Round(time.Second))
+	})
+}
+
+// clientFile is the path of a client file of the cluster directory and
+// whether it exists (not empty).
+func (r *run) clientFile(name string) (string, bool) { return phase.ClientFile(r.cfg, name) }

@@ -1,0 +1,241 @@
+package nodes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/talosc/talosc/pkg/kube"
+	"github.com/talosc/talosc/pkg/phase/preflight"
+	"github.com/talosc/talosc/pkg/state"
+	"github.com/talosc/talosc/pkg/talos/talosapi"
+)
+
+// scaleDown removes the machines and Kubernetes nodes cluster.yaml no
+// longer wants (reference §3.1 step 7, I-S1..I-S13), which validation
+// checked and confirmed before the first mutation: control planes one at a
+// time, Talos's health with no fallback between them (I-S11), then the
+// workers in one pass. Every removal is decided before the first one
+// starts; one that cannot be decided safely refuses them all.
+func (r *run) scaleDown(ctx context.Context) error {
+	removals := preflight.Removals(r.cfg, r.obs.inv, r.obs.nodes)
+	if len(removals) == 0 {
+		return nil
+	}
+	if err := preflight.QuorumRefusal(r.cfg.ControlPlane.Count, removals); err != nil {
+		return err
+	}
+	ops := make([]op, 0, len(removals))
+	r.obs.leaving = map[string]string{}
+	defer func() { r.obs.leaving = nil }()
+	for _, rm := range removals {
+		f := r.removalFacts(rm)
+		d, err := planRemoval(f)
+		if err != nil {
+			return err
+		}
+		if d.etcdEvidence {
+			if err := r.provedGone(ctx, d.host); err != nil {
+				return err
+			}
+		}
+		ops = append(ops, r.removalOp(d))
+		if d.controlPlane && d.address != "" {
+			r.obs.leaving[d.host] = d.address
+		}
+	}
+	if err := r.execute(ctx, rollout{what: "removing control plane"}, ops); err != nil {
+		return err
+	}
+	if r.in.DryRun {
+		return nil
+	}
+	r.obs.refreshNodes(ctx)
+	return r.obs.refreshInventory(ctx)
+}
+
+// removalFacts gathers what the run knows of one removed node.
+func (r *run) removalFacts(rm preflight.Removal) removalFacts {
+	f := removalFacts{host: rm.Name, controlPlane: rm.ControlPlane}
+	_, f.machine = r.obs.inv.Find(rm.Name)
+	f.address, _ = r.obs.address(rm.Name)
+	switch n, ok := r.obs.kubeNode(rm.Name); {
+	case r.obs.nodesErr != nil:
+		f.kube = kubeUnknown
+	case !ok:
+		f.kube = kubeAbsent
+	case n.Ready:
+		f.kube = kubeReady
+	default:
+		f.kube = kubeNotReady
+	}
+	return f
+}
+
+// removalOp is one node's removal: drain, reset, Node delete, machine
+// delete, each only when decided.
+func (r *run) removalOp(d removal) op {
+	o := op{host: d.host, controlPlane: d.controlPlane}
+	if d.drain {
+		o.actions = append(o.actions, action{
+			change: state.Change{Action: state.ActionUpdate, Kind: KindKubeNode, Name: d.host, Detail: "drain: cordon, evict its pods (PodDisruptionBudgets respected)"},
+			fn:     func(ctx context.Context) error { return r.drain(ctx, d) },
+		})
+	}
+	if d.reset {
+		o.actions = append(o.actions, action{
+			change: state.Change{Action: state.ActionDelete, Kind: KindTalosNode, Name: d.host, Detail: "graceful reset: leave etcd, wipe, shut down"},
+			fn:     func(ctx context.Context) error { return r.reset(ctx, d) },
+		})
+	}
+	if d.deleteNode {
+		o.actions = append(o.actions, action{
+			change: state.Change{Action: state.ActionDelete, Kind: KindKubeNode, Name: d.host, Detail: "the Kubernetes Node object"},
+			fn: func(ctx context.Context) error {
+				kc, err := r.obs.kubeClient()
+				if err != nil {
+					return err
+				}
+				if d.controlPlane {
+					// A reset control plane may have held the API VIP:
+					// wait for it to answer through another one.
+					attempts := max(int(endpointBudget/probeInterval), 1)
+					if up, err := kc.Probe(ctx, attempts, r.scaled(probeInterval)); !up {
+						return fmt.Errorf("the Kubernetes API did not answer after %s left: %w", d.host, err)
+					}
+				}
+				return kc.DeleteNode(ctx, d.host)
+			},
+		})
+	}
+	if m, ok := r.obs.inv.Find(d.host); ok && d.deleteMachine {
+		o.actions = append(o.actions, action{provider: func(ctx context.Context) error {
+			return r.cloud.DeleteMachine(ctx, r.cfg, m, r.plan)
+		}})
+	}
+	return o
+}
+
+// drain drains the node; a failure is fatal unless the node is NotReady
+// (I-S4: a Ready or unknown node may be live).
+func (r *run) drain(ctx context.Context, d removal) error {
+	kc, err := r.obs.kubeClient()
+	if err != nil {
+		return err
+	}
+	var last time.Time
+	err = kc.Drain(ctx, d.host, kube.DrainOptions{
+		Timeout:              r.scaled(drainBudget),
+		EvictErrorRetryDelay: r.scaled(kube.DefaultEvictErrorRetryDelay),
+		Poll:                 r.scaled(kube.DefaultDrainPoll),
+		Progress: func(p kube.DrainProgress) {
+			if time.Since(last) >= progressEvery {
+				last = time.Now()
+				r.in.Out.Info("  %s", p)
+			}
+		},
+	})
+	if err == nil {
+		return nil
+	}
+	if d.kube == kubeNotReady {
+		r.in.Out.Warn("drain of %s failed (%v); it is NotReady, going on", d.host, err)
+		return nil
+	}
+	return fmt.Errorf("drain of %s failed and node is %s; aborting to protect a potentially live node: %w", d.host, d.kube, err)
+}
+
+// reset resets the node gracefully (a control plane leaves etcd itself),
+// wiping it and shutting it down (I-S13). A control plane whose reset
+// failed is deleted only when the surviving control plane's etcd member
+// list proves it left (I-S8); a worker's failed reset is only a warning
+// (its machine is deleted anyway). A control plane that reset but is
+// still listed (its leave was lost) is removed from etcd by id.
+func (r *run) reset(ctx context.Context, d removal) error {
+	c, _, err := r.obs.talosSession(ctx)
+	if err != nil {
+		return err
+	}
+	r.in.Out.Info("resetting %s", d.host)
+	err = c.Reset(ctx, d.address, talosapi.ResetOptions{
+		Graceful: true, WipeSystem: true,
+		Budget: r.scaled(resetBudget), Poll: r.scaled(settlePoll),
+	})
+	if !d.controlPlane {
+		if err != nil {
+			r.in.Out.Warn("reset of worker %s failed (%v); deleting its machine anyway", d.host, err)
+		}
+		return nil
+	}
+	member, found, lerr := r.etcdMember(ctx, d.host)
+	switch {
+	case lerr != nil && err != nil:
+		return fmt.Errorf("reset of control plane %s failed (%w) and whether it left etcd is unknown: %w", d.host, err, lerr)
+	case lerr != nil:
+		return fmt.Errorf("control plane %s was reset but whether it left etcd is unknown: %w", d.host, lerr)
+	case found && err != nil:
+		return fmt.Errorf("reset of control plane %s failed and it is still an etcd member (id %016x); not deleting its machine: %w", d.host, member.ID, err)
+	case found:
+		delete(r.obs.leaving, d.host)
+		return r.plan.Do(ctx, state.Change{Action: state.ActionDelete, Kind: KindEtcdMember, Name: d.host, Detail: fmt.Sprintf("id %016x, still listed after its reset", member.ID)},
+			func(ctx context.Context) error { return r.removeMember(ctx, member.ID) })
+	case err != nil:
+		r.in.Out.Warn("reset of control plane %s failed (%v), but the etcd member list proves it left; deleting it", d.host, err)
+	}
+	delete(r.obs.leaving, d.host)
+	return nil
+}
+
+// provedGone refuses to delete an addressless control plane unless the
+// etcd member list on a surviving control plane proves it is no member
+// (I-S9): NotReady and discovery prove nothing; a failed query refuses.
+func (r *run) provedGone(ctx context.Context, host string) error {
+	member, found, err := r.etcdMember(ctx, host)
+	if err != nil {
+		return fmt.Errorf("no address for control plane %s and the etcd member list could not be read: refusing to delete it: %w", host, err)
+	}
+	if found {
+		_, ep, _ := r.obs.talosSession(ctx)
+		return fmt.Errorf("no address for control plane %s, and it is still an etcd member (id %016x on control plane %s); NotReady does not prove it left etcd: reset it by hand or remove the member, then re-run", host, member.ID, ep)
+	}
+	return nil
+}
+
+// errUnnamedMember is an etcd member without a name: added, never started;
+// which node it is cannot be told (I-S10).
+var errUnnamedMember = errors.New("an etcd member has no name (added but never started), so which node it is cannot be told")
+
+// etcdMember looks host up in the etcd member list of the first control
+// plane (the survivor: it is always desired). An unnamed member fails
+// closed.
+func (r *run) etcdMember(ctx context.Context, host string) (talosapi.Member, bool, error) {
+	c, ep, err := r.obs.talosSession(ctx)
+	if err != nil {
+		return talosapi.Member{}, false, err
+	}
+	members, err := c.EtcdMembers(ctx, ep)
+	if err != nil {
+		return talosapi.Member{}, false, err
+	}
+	for _, m := range members {
+		if m.Hostname == "" {
+			return talosapi.Member{}, false, fmt.Errorf("%w (id %016x)", errUnnamedMember, m.ID)
+		}
+	}
+	for _, m := range members {
+		if m.Hostname == host {
+			return m, true, nil
+		}
+	}
+	return talosapi.Member{}, false, nil
+}
+
+// removeMember removes an etcd member by id through the survivor.
+func (r *run) removeMember(ctx context.Context, id uint64) error {
+	c, ep, err := r.obs.talosSession(ctx)
+	if err != nil {
+		return err
+	}
+	return c.EtcdRemoveMember(ctx, ep, id)
+}

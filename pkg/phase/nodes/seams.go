@@ -1,0 +1,69 @@
+package nodes
+
+import (
+	"context"
+	"time"
+
+	"github.com/talosc/talosc/pkg/kube"
+	"github.com/talosc/talosc/pkg/phase"
+	"github.com/talosc/talosc/pkg/talos/identity"
+	"github.com/talosc/talosc/pkg/talos/talosapi"
+)
+
+// talosAPI is what the nodes phase asks of Talos, through one endpoint (a
+// real control plane) on behalf of any node; *talosapi.Client satisfies it.
+type talosAPI interface {
+	WaitReachable(ctx context.Context, node string, budget, poll time.Duration, progress func(time.Duration)) error
+	Version(ctx context.Context, node string) (string, error)
+	MachineConfig(ctx context.Context, node string) ([]byte, error)
+	ApplyConfiguration(ctx context.Context, node string, data []byte, dryRun bool) (talosapi.ApplyResult, error)
+	WaitRebooted(ctx context.Context, node, previous string, budget, poll time.Duration, progress func(time.Duration)) error
+	Bootstrap(ctx context.Context, node string, budget time.Duration) error
+	Kubeconfig(ctx context.Context, node string) ([]byte, error)
+	EtcdMembers(ctx context.Context, node string) ([]talosapi.Member, error)
+	EtcdRemoveMember(ctx context.Context, node string, id uint64) error
+	Reset(ctx context.Context, node string, o talosapi.ResetOptions) error
+	Health(ctx context.Context, o talosapi.HealthOptions) error
+	Close() error
+}
+
+// kubeAPI is what the nodes phase asks of Kubernetes; *kube.Client
+// satisfies it.
+type kubeAPI interface {
+	Probe(ctx context.Context, attempts int, interval time.Duration) (bool, error)
+	ServerVersion(ctx context.Context) (string, error)
+	Nodes(ctx context.Context) ([]kube.Node, error)
+	WaitReady(ctx context.Context, names []string, budget, poll time.Duration, progress func(ready, total int)) ([]kube.Node, error)
+	Drain(ctx context.Context, node string, o kube.DrainOptions) error
+	Uncordon(ctx context.Context, node string) error
+	DeleteNode(ctx context.Context, node string) error
+}
+
+// seams connect the phase to Talos and Kubernetes; tests replace them.
+type seams struct {
+	dialTalos func(ctx context.Context, id *identity.Identity, cluster, endpoint string) (talosAPI, error)
+	openKube  func(path string) (kubeAPI, error)
+}
+
+// minKubeTimeout is the least a Kubernetes request is given, however
+// small TALOSC_TIME_SCALE is.
+const minKubeTimeout = 2 * time.Second
+
+// defaultSeams are the real clients with the run's scaled timeouts.
+func defaultSeams(env *phase.Env) seams {
+	return seams{
+		dialTalos: func(ctx context.Context, id *identity.Identity, cluster, endpoint string) (talosAPI, error) {
+			return talosapi.Dial(ctx, id, cluster, endpoint, talosapi.Options{
+				RetryInterval:     env.Scale(talosapi.DefaultRetryInterval),
+				MaxReconnectDelay: env.Scale(talosapi.DefaultMaxReconnectDelay),
+			})
+		},
+		// A probe of an API that never answers takes three timeouts.
+		openKube: func(path string) (kubeAPI, error) {
+			return kube.Load(path, kube.Options{
+				Timeout:       max(env.Scale(kube.DefaultTimeout), minKubeTimeout),
+				RetryInterval: env.Scale(kube.DefaultRetryInterval),
+			})
+		},
+	}
+}
