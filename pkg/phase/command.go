@@ -157,7 +157,7 @@ func (o *Options) Run(ctx context.Context, p Phase, action string) error {
 	if err != nil {
 		return cli.Usage(err)
 	}
-	in := &Input{Config: cfg, State: doc, DryRun: dryRun, Reboot: o.Reboot, Yes: o.Yes, Out: out, Env: env, Validate: o.Validate}
+	in := &Input{Config: cfg, State: doc, DryRun: dryRun, Reboot: o.Reboot, Yes: o.Yes, Out: out, Env: env, Validate: o.Validate, ErrOut: o.Streams.ErrOut}
 	runErr := o.perform(ctx, p, action, in, &sec)
 	if dryRun && errors.Is(runErr, provider.ErrNotAvailable) {
 		// A plan that cannot observe the provider is deferred, not failed.

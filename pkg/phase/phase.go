@@ -6,6 +6,7 @@ package phase
 
 import (
 	"context"
+	"io"
 	"slices"
 
 	"github.com/talosc/talosc/pkg/config"
@@ -64,6 +65,8 @@ type Input struct {
 	// calls it before its first mutation).
 	Validate Validator
 	Out      *ui.Printer
+	// ErrOut is the phase's stderr, where a child's progress goes.
+	ErrOut io.Writer
 	// Env is the run's environment: provider connection, Image Factory,
 	// time scale.
 	Env *Env

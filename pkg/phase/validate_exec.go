@@ -36,7 +36,7 @@ func ExecValidator(ctx context.Context, in *Input) (*Validated, error) {
 		return nil, err
 	}
 	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = &stdin, &stdout, os.Stderr
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = &stdin, &stdout, in.ErrOut
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	runErr := cmd.Run()
 	doc, perr := state.Parse(stdout.Bytes())

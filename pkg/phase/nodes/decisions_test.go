@@ -14,36 +14,66 @@ func TestPlanRemoval(t *testing.T) {
 		want    want
 		refused string
 	}{
-		{"worker with address and Ready node: drain, reset, delete both (I-S3)",
+		{
+			"worker with address and Ready node: drain, reset, delete both (I-S3)",
 			removalFacts{host: "w", machine: true, address: "127.0.0.5", kube: kubeReady},
-			want{drain: true, reset: true, deleteNode: true, deleteMachine: true}, ""},
-		{"NotReady worker with address is still drained and reset",
+			want{drain: true, reset: true, deleteNode: true, deleteMachine: true},
+			"",
+		},
+		{
+			"NotReady worker with address is still drained and reset",
 			removalFacts{host: "w", machine: true, address: "127.0.0.5", kube: kubeNotReady},
-			want{drain: true, reset: true, deleteNode: true, deleteMachine: true}, ""},
-		{"unknown Node state with address: the drain decides (I-S4)",
+			want{drain: true, reset: true, deleteNode: true, deleteMachine: true},
+			"",
+		},
+		{
+			"unknown Node state with address: the drain decides (I-S4)",
 			removalFacts{host: "w", machine: true, address: "127.0.0.5", kube: kubeUnknown},
-			want{drain: true, reset: true, deleteNode: true, deleteMachine: true}, ""},
-		{"inventory-only, addressed: reset and delete without drain (I-S7)",
+			want{drain: true, reset: true, deleteNode: true, deleteMachine: true},
+			"",
+		},
+		{
+			"inventory-only, addressed: reset and delete without drain (I-S7)",
 			removalFacts{host: "w", machine: true, address: "127.0.0.5", kube: kubeAbsent},
-			want{reset: true, deleteMachine: true}, ""},
-		{"inventory-only, no address: delete only (I-S7)",
+			want{reset: true, deleteMachine: true},
+			"",
+		},
+		{
+			"inventory-only, no address: delete only (I-S7)",
 			removalFacts{host: "w", machine: true, kube: kubeAbsent},
-			want{deleteMachine: true}, ""},
-		{"no address, NotReady worker: delete without reset (I-S6)",
+			want{deleteMachine: true},
+			"",
+		},
+		{
+			"no address, NotReady worker: delete without reset (I-S6)",
 			removalFacts{host: "w", machine: true, kube: kubeNotReady},
-			want{deleteNode: true, deleteMachine: true}, ""},
-		{"no address, Ready node: refused (I-S5)",
+			want{deleteNode: true, deleteMachine: true},
+			"",
+		},
+		{
+			"no address, Ready node: refused (I-S5)",
 			removalFacts{host: "w", machine: true, kube: kubeReady},
-			want{}, "no address for w but node is Ready in k8s; aborting"},
-		{"no address, unknown state: refused (I-S5)",
+			want{},
+			"no address for w but node is Ready in k8s; aborting",
+		},
+		{
+			"no address, unknown state: refused (I-S5)",
 			removalFacts{host: "w", machine: true, kube: kubeUnknown},
-			want{}, "no address for w but node is unknown in k8s"},
-		{"addressless NotReady control plane: only on etcd evidence (I-S9)",
+			want{},
+			"no address for w but node is unknown in k8s",
+		},
+		{
+			"addressless NotReady control plane: only on etcd evidence (I-S9)",
 			removalFacts{host: "cp", controlPlane: true, machine: true, kube: kubeNotReady},
-			want{deleteNode: true, deleteMachine: true, etcdEvidence: true}, ""},
-		{"a Node without a machine: drained, reset, Node deleted, nothing for the provider",
+			want{deleteNode: true, deleteMachine: true, etcdEvidence: true},
+			"",
+		},
+		{
+			"a Node without a machine: drained, reset, Node deleted, nothing for the provider",
 			removalFacts{host: "gone", address: "127.0.0.9", kube: kubeReady},
-			want{drain: true, reset: true, deleteNode: true}, ""},
+			want{drain: true, reset: true, deleteNode: true},
+			"",
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -28,10 +28,7 @@ func (r *run) healthTargets() (cps, workers []string, err error) {
 			workers = append(workers, a)
 		}
 	}
-	for _, a := range r.obs.leavingControlPlanes() {
-		cps = append(cps, a)
-	}
-	return cps, workers, nil
+	return append(cps, r.obs.leavingControlPlanes()...), workers, nil
 }
 
 // controlPlanesHealthy is the barrier between control-plane changes:

@@ -59,16 +59,6 @@ func (r *run) scaled(d time.Duration) time.Duration { return r.in.Env.Scale(d) }
 // every Talos call goes through (reference §5.6).
 func (r *run) cp1() config.Machine { return r.desired[0] }
 
-// desiredMachine returns the desired machine called hostname.
-func (r *run) desiredMachine(hostname string) (config.Machine, bool) {
-	for _, m := range r.desired {
-		if m.Hostname == hostname {
-			return m, true
-		}
-	}
-	return config.Machine{}, false
-}
-
 // progressEvery is the least time between two "still waiting" lines.
 const progressEvery = 10 * time.Second
 

@@ -26,7 +26,8 @@ func TestRemovals(t *testing.T) {
 		{Hostname: "demo-controlplane-01", Role: config.RoleControlPlane},
 		{Hostname: "demo-controlplane-02", Role: config.RoleControlPlane},
 		{Hostname: "demo-controlplane-03", Role: config.RoleControlPlane},
-		{Hostname: "demo-worker-01"}, {Hostname: "demo-worker-02"},
+		{Hostname: "demo-worker-01"},
+		{Hostname: "demo-worker-02"},
 	}}
 	nodes := []kube.Node{
 		{Name: "demo-worker-01"},
@@ -55,8 +56,11 @@ func TestQuorumRefusal(t *testing.T) {
 		removals []preflight.Removal
 		refused  bool
 	}{
-		{1, cp, false}, {3, cp, false},
-		{2, cp, true}, {0, cp, true}, {4, cp, true},
+		{1, cp, false},
+		{3, cp, false},
+		{2, cp, true},
+		{0, cp, true},
+		{4, cp, true},
 		{2, worker, false}, // no control plane leaves: nothing to refuse
 	} {
 		err := preflight.QuorumRefusal(tc.count, tc.removals)
