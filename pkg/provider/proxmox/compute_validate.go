@@ -41,7 +41,7 @@ func (c *Cloud) ValidateMachines(ctx context.Context, cluster *config.Cluster, d
 	}
 	px := cluster.Proxmox
 	r := provider.Refusals{What: "VM(s)"}
-	var renumbered []string
+	var renumbered, unknown []string
 	for _, e := range list {
 		pool, key, ok := cluster.PoolOf(e.want.Pool)
 		if !ok {
@@ -61,23 +61,44 @@ func (c *Cloud) ValidateMachines(ctx context.Context, cluster *config.Cluster, d
 		for _, n := range nicChanges(cluster, e.conf) {
 			r.Add(n.key, n.have, n.want, host, n.why)
 		}
-		if moved := sdnRenumbered(cluster, e.want, e.have); moved != "" {
+		switch moved, known := sdnRenumbered(cluster, e.want, e.have); {
+		case !known:
+			unknown = append(unknown, host)
+		case moved != "":
 			renumbered = append(renumbered, moved)
 		}
 	}
-	return errors.Join(r.Err(), renumberError(renumbered))
+	return errors.Join(r.Err(), renumberError(renumbered), unknownAddressError(unknown))
 }
 
 // sdnRenumbered describes, as "<host> <running> -> <computed>", an
 // existing VM whose managed-SDN static address the layout now computes
 // differently from the one it runs with (the guest agent's); "" when it
-// does not (or no address is known).
-func sdnRenumbered(cluster *config.Cluster, want config.Machine, have provider.Machine) string {
+// does not. known is false when the VM is on managed SDN but its running
+// address is unknown (a stopped VM, a silent guest agent): whether it
+// would be renumbered cannot be told.
+func sdnRenumbered(cluster *config.Cluster, want config.Machine, have provider.Machine) (moved string, known bool) {
 	addr, ok := cluster.SDNAddress(want)
-	if !ok || !have.Address.IsValid() || have.Address == addr {
-		return ""
+	switch {
+	case !ok:
+		return "", true
+	case !have.Address.IsValid():
+		return "", false
+	case have.Address == addr:
+		return "", true
 	}
-	return fmt.Sprintf("%s %s -> %s", want.Hostname, have.Address, addr)
+	return fmt.Sprintf("%s %s -> %s", want.Hostname, have.Address, addr), true
+}
+
+// unknownAddressError refuses, under managed SDN, existing VMs whose
+// running address nobody reports: a renumbering refusal that cannot
+// decide must not pass (audit S6).
+func unknownAddressError(hosts []string) error {
+	if len(hosts) == 0 {
+		return nil
+	}
+	return fmt.Errorf("managed SDN: the running address of existing VM(s) %s is unknown (stopped, or the QEMU guest agent does not answer), so whether the static layout would renumber them cannot be told; refusing: start them and check qemu-guest-agent, then re-run",
+		strings.Join(hosts, ", "))
 }
 
 // renumberError refuses renumbering running nodes (reference §5.3: the

@@ -288,4 +288,17 @@ func TestValidateMachines_RefusesSDNRenumbering(t *testing.T) {
 		t.Errorf("refusal %v\nwant %q", err, want)
 	}
 	l.noMutations(t)
+
+	// A guest agent that reports no address leaves the running address
+	// unknown: the refusal cannot decide, so it refuses (audit S6).
+	l.cfg.Workers = l.cfg.Workers[1:]
+	w1 := machines[slices.IndexFunc(machines, func(m provider.Machine) bool { return m.Hostname == "c-worker-01" })]
+	if err := l.srv.SetGuestAgent(vmid(t, w1)); err != nil {
+		t.Fatal(err)
+	}
+	err = l.cloud.ValidateMachines(t.Context(), l.cfg, l.cfg.Hostnames(), l.inventory(t))
+	want = "managed SDN: the running address of existing VM(s) c-worker-01 is unknown (stopped, or the QEMU guest agent does not answer)"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("silent agent: %v\nwant %q", err, want)
+	}
 }
