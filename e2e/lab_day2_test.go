@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -11,6 +12,8 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/talosc/talosc/pkg/kube"
+	"github.com/talosc/talosc/pkg/lab/labnet"
+	"github.com/talosc/talosc/pkg/lab/talosnode"
 	"github.com/talosc/talosc/pkg/talos/identity"
 	"github.com/talosc/talosc/pkg/talos/talosapi"
 )
@@ -44,6 +47,21 @@ func etcdMembers(ts *testscript.TestScript, args []string) {
 	if want := slices.Sorted(slices.Values(args[1:])); !slices.Equal(got, want) {
 		ts.Fatalf("etcd members on %s: %v, want %v", ep, got, want)
 	}
+}
+
+// silence makes the Talos node of NAME stop answering ("lab silence
+// NAME"): every Version and COSI read of it fails with Unavailable, as a
+// node that is down or unreachable would ("lab faults off" ends it).
+func (s *scriptLab) silence(ts *testscript.TestScript, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: lab silence NAME")
+	}
+	addr := s.nodeAddress(ts, args[0])
+	var faults []labnet.Fault
+	for _, m := range []string{"/machine.MachineService/Version", "/cosi.resource.State/Get", "/machine.MachineService/ApplyConfiguration"} {
+		faults = append(faults, labnet.Fault{Service: talosnode.ServiceName, PathPrefix: m + "?node=" + addr, Status: http.StatusServiceUnavailable})
+	}
+	s.lab.Injector().Set(labnet.Knobs{Faults: faults})
 }
 
 // kubeNodes checks "lab kube-nodes DIR NAME[:label=value]...": the

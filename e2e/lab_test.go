@@ -134,12 +134,14 @@ func (s *scriptLab) networks() (cluster, external string) {
 //	lab volumes N                N Cinder volumes in the project, owned or not
 //	lab etcd-members DIR NAME... the etcd members (talosctl etcd members,
 //	                             through DIR's talosconfig) are NAME...
+//	lab silence NAME             the Talos node NAME stops answering reads
+//	                             and applies (lab faults off ends it)
 //	lab kube-nodes DIR NAME[:K=V]...
 //	                             the Kubernetes Nodes of DIR's kubeconfig
 //	                             are NAME..., each with label K=V if given
 func cmdLab(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) == 0 || (neg && args[0] != "vm-config") {
-		ts.Fatalf("usage: lab up|follow|mark|mutations|owned|count|images|vms|isos|wait|token|task|tasks|faults|real-owned|real-images|sdn|vm-config|vm-pending|order|knob|volumes|etcd-members|kube-nodes ...")
+		ts.Fatalf("usage: lab up|follow|mark|mutations|owned|count|images|vms|isos|wait|token|task|tasks|faults|real-owned|real-images|sdn|vm-config|vm-pending|order|knob|volumes|etcd-members|kube-nodes|silence ...")
 	}
 	s, _ := ts.Value(labKey{}).(*scriptLab)
 	switch args[0] {
@@ -228,6 +230,8 @@ func cmdLab(ts *testscript.TestScript, neg bool, args []string) {
 		etcdMembers(ts, args[1:])
 	case "kube-nodes":
 		kubeNodes(ts, args[1:])
+	case "silence":
+		s.silence(ts, args[1:])
 	default:
 		ts.Fatalf("lab %s: unknown subcommand", args[0])
 	}
@@ -394,29 +398,34 @@ func sum(m map[string]int) int {
 	return total
 }
 
-// knob sets the fault knobs of a Proxmox VM's Talos node through the lab's
-// control API ("lab knob NAME JSON"), finding the node by hostname.
+// knob sets the fault knobs of a Talos node through the lab's control API
+// ("lab knob NAME JSON"), finding the node by hostname.
 func (s *scriptLab) knob(ts *testscript.TestScript, args []string) {
 	if len(args) != 2 {
 		ts.Fatalf("usage: lab knob NAME JSON")
 	}
-	h := s.lab.ControlHandler()
+	addr := s.nodeAddress(ts, args[0])
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequestWithContext(context.Background(), http.MethodGet, "/nodes", http.NoBody))
+	s.lab.ControlHandler().ServeHTTP(rec, httptest.NewRequestWithContext(context.Background(), http.MethodPut, "/nodes/"+addr+"/knobs", strings.NewReader(args[1])))
+	if rec.Code != http.StatusNoContent {
+		ts.Fatalf("lab knob: PUT the knobs of %s (%s): %d %s", args[0], addr, rec.Code, rec.Body)
+	}
+}
+
+// nodeAddress is the address of the Talos node called name, from the
+// lab's control API.
+func (s *scriptLab) nodeAddress(ts *testscript.TestScript, name string) string {
+	rec := httptest.NewRecorder()
+	s.lab.ControlHandler().ServeHTTP(rec, httptest.NewRequestWithContext(context.Background(), http.MethodGet, "/nodes", http.NoBody))
 	var nodes []struct{ Address, Hostname string }
 	if err := json.Unmarshal(rec.Body.Bytes(), &nodes); err != nil {
-		ts.Fatalf("lab knob: GET /nodes: %v: %s", err, rec.Body)
+		ts.Fatalf("GET /nodes: %v: %s", err, rec.Body)
 	}
 	for _, n := range nodes {
-		if n.Hostname != args[0] {
-			continue
+		if n.Hostname == name {
+			return n.Address
 		}
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequestWithContext(context.Background(), http.MethodPut, "/nodes/"+n.Address+"/knobs", strings.NewReader(args[1])))
-		if rec.Code != http.StatusNoContent {
-			ts.Fatalf("lab knob: PUT the knobs of %s (%s): %d %s", args[0], n.Address, rec.Code, rec.Body)
-		}
-		return
 	}
-	ts.Fatalf("lab knob: no Talos node %s: %s", args[0], rec.Body)
+	ts.Fatalf("no Talos node %s: %s", name, rec.Body)
+	return ""
 }

@@ -65,7 +65,8 @@
 //
 // Faults: every call is recorded in a labnet.Recorder ("talos", method
 // "grpc" or "grpc-read", path "<gRPC method>?node=<address>", status =
-// the gRPC code) and passes a labnet.Injector first (latency; 5xx become
+// the gRPC code) and passes a labnet.Injector first, and a unary call
+// forwarded to another node that node's faults too (latency; 5xx become
 // Unavailable, other HTTP statuses their gRPC codes; hangs last until the
 // client's deadline). Node knobs (Knobs) script the rest: a node that
 // never boots, a reset that fails, one that hangs (up and answering, still

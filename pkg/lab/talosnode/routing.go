@@ -100,6 +100,11 @@ func (a *apiServices) routeUnary(ctx context.Context, req any, info *grpc.UnaryS
 		if err != nil {
 			return nil, err
 		}
+		// The target's own faults apply to what is forwarded to it (the
+		// entry node recorded the call and applied its own).
+		if err := n.api.inject(ctx, info.FullMethod, methodOf(info.FullMethod, req)); err != nil {
+			return nil, err
+		}
 		return n.api.routes[info.FullMethod].unary(proxied(ctx), req)
 	}
 	out, err := newOutput(info.FullMethod)

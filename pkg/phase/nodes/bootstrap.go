@@ -2,6 +2,7 @@ package nodes
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/talosc/talosc/pkg/config"
@@ -33,23 +34,46 @@ func (r *run) bootstrap(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	path, _ := r.clientFile(config.KubeconfigFile)
 	detail := "from " + cp1Name
 	if r.in.DryRun {
 		detail = "from the first control plane"
 	}
 	return r.plan.Do(ctx, state.Change{Action: state.ActionCreate, Kind: kindFile, Name: config.KubeconfigFile, Detail: detail},
 		func(ctx context.Context) error {
-			c, cp1, err := r.obs.talosSession(ctx)
-			if err != nil {
-				return err
-			}
-			data, err := c.Kubeconfig(ctx, cp1)
-			if err != nil {
+			if err := r.fetchKubeconfig(ctx); err != nil {
 				return err
 			}
 			r.out.Bootstrapped = true
-			r.obs.forgetKube()
-			return identity.WriteKubeconfig(path, data)
+			return nil
 		})
+}
+
+// fetchKubeconfig writes the kubeconfig the first control plane serves
+// (never the VIP's) and forgets the client of the old one.
+func (r *run) fetchKubeconfig(ctx context.Context) error {
+	c, cp1, err := r.obs.talosSession(ctx)
+	if err != nil {
+		return err
+	}
+	data, err := c.Kubeconfig(ctx, cp1)
+	if err != nil {
+		return err
+	}
+	path, _ := r.obs.kubeconfigPath()
+	r.obs.forgetKube()
+	return identity.WriteKubeconfig(path, data)
+}
+
+// waitAPI waits, up to the endpoint budget, for the Kubernetes API to
+// answer (through a VIP that may be moving to another control plane).
+func (r *run) waitAPI(ctx context.Context) error {
+	kc, err := r.obs.kubeClient()
+	if err != nil {
+		return err
+	}
+	attempts := max(int(endpointBudget/probeInterval), 1)
+	if up, err := kc.Probe(ctx, attempts, r.scaled(probeInterval)); !up {
+		return fmt.Errorf("the Kubernetes API did not answer within %s: %w", r.scaled(endpointBudget), err)
+	}
+	return nil
 }

@@ -38,40 +38,18 @@ func (r *run) movedEndpoint() (endpointMove, bool) {
 // a real control plane, the API must answer on the new address within
 // endpointBudget, and only then are the workers re-applied.
 func (r *run) moveEndpoint(ctx context.Context, mv endpointMove, ops []op) error {
-	var cps, workers []op
-	for _, o := range ops {
-		if o.controlPlane {
-			cps = append(cps, o)
-		} else {
-			workers = append(workers, o)
-		}
-	}
+	cps, workers := byRole(ops)
 	r.in.Out.Info("moving the Kubernetes API endpoint %s -> %s", mv.from, mv.to)
 	if err := r.execute(ctx, rollout{what: "moving the API endpoint of", healthAfterLast: true}, cps); err != nil {
 		return err
 	}
-	path, _ := r.obs.kubeconfigPath()
 	err := r.plan.Do(ctx, state.Change{Action: state.ActionUpdate, Kind: kindFile, Name: config.KubeconfigFile, Detail: fmt.Sprintf("server %s -> %s, from %s", mv.from, mv.to, r.cp1().Hostname)},
 		func(ctx context.Context) error {
-			c, cp1, err := r.obs.talosSession(ctx)
-			if err != nil {
+			if err := r.fetchKubeconfig(ctx); err != nil {
 				return err
 			}
-			data, err := c.Kubeconfig(ctx, cp1)
-			if err != nil {
-				return err
-			}
-			if err := identity.WriteKubeconfig(path, data); err != nil {
-				return err
-			}
-			r.obs.forgetKube()
-			kc, err := r.obs.kubeClient()
-			if err != nil {
-				return err
-			}
-			attempts := max(int(endpointBudget/probeInterval), 1)
-			if up, err := kc.Probe(ctx, attempts, r.scaled(probeInterval)); !up {
-				return fmt.Errorf("the Kubernetes API did not answer on the new address %s within %s: %w", mv.to, r.scaled(endpointBudget), err)
+			if err := r.waitAPI(ctx); err != nil {
+				return fmt.Errorf("on the new address %s: %w", mv.to, err)
 			}
 			return nil
 		})

@@ -70,14 +70,7 @@ type rollout struct {
 // rollout before any other node is touched. A dry run records every
 // action in order and touches nothing.
 func (r *run) execute(ctx context.Context, ro rollout, ops []op) error {
-	var cps, workers []op
-	for _, o := range ops {
-		if o.controlPlane {
-			cps = append(cps, o)
-		} else {
-			workers = append(workers, o)
-		}
-	}
+	cps, workers := byRole(ops)
 	for i, o := range cps {
 		if i == 0 && ro.healthBefore && !r.in.DryRun {
 			if err := r.controlPlanesHealthy(ctx); err != nil {
@@ -103,6 +96,19 @@ func (r *run) execute(ctx context.Context, ro rollout, ops []op) error {
 		}
 	}
 	return nil
+}
+
+// byRole splits ops into the control planes' and the workers', each in
+// order.
+func byRole(ops []op) (cps, workers []op) {
+	for _, o := range ops {
+		if o.controlPlane {
+			cps = append(cps, o)
+		} else {
+			workers = append(workers, o)
+		}
+	}
+	return cps, workers
 }
 
 // doAll carries out one node's actions in order; the first failure stops

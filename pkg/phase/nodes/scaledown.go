@@ -100,9 +100,8 @@ func (r *run) removalOp(d removal) op {
 				if d.controlPlane {
 					// A reset control plane may have held the API VIP:
 					// wait for it to answer through another one.
-					attempts := max(int(endpointBudget/probeInterval), 1)
-					if up, err := kc.Probe(ctx, attempts, r.scaled(probeInterval)); !up {
-						return fmt.Errorf("the Kubernetes API did not answer after %s left: %w", d.host, err)
+					if err := r.waitAPI(ctx); err != nil {
+						return fmt.Errorf("after %s left: %w", d.host, err)
 					}
 				}
 				return kc.DeleteNode(ctx, d.host)

@@ -3,6 +3,7 @@ package proxmox_test
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 	goproxmox "github.com/luthermonson/go-proxmox"
 
 	"github.com/talosc/talosc/pkg/config"
+	"github.com/talosc/talosc/pkg/lab/labnet"
 	labpx "github.com/talosc/talosc/pkg/lab/proxmox"
 	"github.com/talosc/talosc/pkg/provider"
 	"github.com/talosc/talosc/pkg/provider/proxmox"
@@ -315,4 +317,24 @@ func TestInventory_ForeignPoolCommentIsRefused(t *testing.T) {
 		t.Errorf("create: %v", err)
 	}
 	l.noMutations(t)
+}
+
+// A cidata upload answered 503 (go-proxmox streams it, so the retrying
+// transport cannot replay it) is uploaded again: the ISO is in memory and
+// an upload under the same name overwrites.
+func TestCreateMachines_RetriesATransientCidataUpload(t *testing.T) {
+	t.Parallel()
+	inj := labnet.NewInjector(labnet.Knobs{Faults: []labnet.Fault{
+		{Service: labpx.Service, Method: http.MethodPost, PathPrefix: "/api2/json/nodes/pve1/storage/local/upload", Nth: 1, Status: http.StatusServiceUnavailable},
+	}})
+	o := twoNodes()
+	o.Injector = inj
+	l := newLab(t, o, nil, labCluster{})
+	machines, _ := l.createCluster(t)
+	if len(machines) != 5 {
+		t.Fatalf("created %d machines, want 5", len(machines))
+	}
+	if !strings.Contains(l.logs.String(), "upload of the cidata ISO of") {
+		t.Errorf("no retry was logged:\n%s", l.logs)
+	}
 }
