@@ -179,7 +179,7 @@ func (l *Lab) start(o Options) error {
 		OnBootstrap: l.kube.onBootstrap,
 		OnEvent:     l.onNodeEvent,
 	})
-	l.vips = &vips{lab: l, delay: cmp.Or(o.VIPFailover, DefaultVIPFailover), byCluster: map[string]*vip{}}
+	l.vips = &vips{lab: l, delay: cmp.Or(o.VIPFailover, DefaultVIPFailover), byCluster: map[string]*clusterVIPs{}}
 	l.nodeKnobs = &nodeKnobs{fleet: l.fleet, pending: map[netip.Addr]talosnode.Knobs{}}
 	// closers run backwards: the Kubernetes APIs, then the VIPs stop before
 	// the fleet powers off

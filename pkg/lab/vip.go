@@ -2,6 +2,7 @@ package lab
 
 import (
 	"cmp"
+	"maps"
 	"net/netip"
 	"slices"
 	"sync"
@@ -11,36 +12,48 @@ import (
 	"github.com/talosc/talosc/pkg/lab/talosnode"
 )
 
-// VIPStatus is a cluster's API VIP and the control plane holding it.
+// VIPStatus is one API VIP of a cluster and the control plane holding it.
 type VIPStatus struct {
 	Cluster string     `json:"cluster"`
 	Address netip.Addr `json:"address"`
 	// Owner is the control plane holding the VIP; empty while nobody does
-	// (the API does not answer).
+	// (the API does not answer on it).
 	Owner netip.Addr `json:"owner,omitzero"`
 }
 
-// vips models Talos's Layer 2 VIP for every bootstrapped cluster whose
-// control planes carry its API address in a Layer2VIPConfig: one eligible
-// control plane (powered, apid up, configured with the VIP) owns it, and
-// the API answers only while somebody does. When the owner goes down the
-// VIP stays unowned for Timing.VIPFailover, then moves to another eligible
-// control plane; when none is left, the first one to come back takes it.
+// vips models Talos's Layer 2 VIPs for every bootstrapped cluster whose
+// control planes carry its API address in a Layer2VIPConfig. Every address
+// a control plane of the cluster carries is a VIP of its own, as Talos's
+// VIP controller runs one election per address: one eligible control
+// plane (powered, apid up, configured with the address) owns it, and the
+// API answers on the address only while somebody does. When the owner goes
+// down, or its configuration drops the address, the VIP stays unowned for
+// Timing.VIPFailover, then moves to another eligible control plane; when
+// none is left, the first one to come back takes it. So a VIP moved in
+// the configurations moves on the network too: the new address answers
+// as soon as one control plane carrying it is up, and the old one stops
+// once no control plane's configuration carries it any more.
 type vips struct {
 	lab   *Lab
 	delay time.Duration
 
 	mu        sync.Mutex
-	byCluster map[string]*vip
+	byCluster map[string]*clusterVIPs
 	closed    bool
+}
+
+// clusterVIPs are one cluster's VIPs and its API.
+type clusterVIPs struct {
+	name   string
+	byAddr map[netip.Addr]*vip
+	// srv is the cluster's API, once started.
+	srv *kubeapi.Server
 }
 
 type vip struct {
 	VIPStatus
 	// failover is pending while the VIP waits for a new owner.
 	failover *time.Timer
-	// srv is the cluster's API, once started.
-	srv *kubeapi.Server
 }
 
 // eligible reports whether a node may own v.
@@ -48,104 +61,145 @@ func (v *vip) eligible(st talosnode.NodeStatus) bool {
 	return st.Powered && st.APIUp && st.ControlPlane && st.Cluster == v.Cluster && slices.Contains(st.VIPs, v.Address)
 }
 
-// bootstrapped starts tracking the cluster's API address when its control
-// planes carry it as a VIP (an endpoint that is not a VIP is served always)
-// and elects its first owner.
+// bootstrapped starts tracking the cluster's VIPs when its control planes
+// carry its API address as one (an endpoint that is not a VIP is served
+// always) and elects their first owners.
 func (vs *vips) bootstrapped(cluster string, addr netip.Addr) {
 	vs.mu.Lock()
 	defer vs.mu.Unlock()
 	if _, ok := vs.byCluster[cluster]; ok {
 		return
 	}
-	v := &vip{VIPStatus: VIPStatus{Cluster: cluster, Address: addr}}
-	carried := false
-	for _, n := range vs.lab.fleet.Nodes() {
-		st := n.Status()
-		carried = carried || st.Cluster == cluster && slices.Contains(st.VIPs, addr)
-	}
-	if carried {
-		vs.byCluster[cluster] = v
-		vs.electLocked(v)
+	c := &clusterVIPs{name: cluster, byAddr: map[netip.Addr]*vip{}}
+	if vs.carriedLocked(c)[addr] {
+		vs.byCluster[cluster] = c
+		vs.followLocked(c)
 	}
 }
 
-// attach hands the cluster's started API to its VIP: it serves while the
-// VIP has an owner.
+// attach hands the cluster's started API to its VIPs: it serves on each
+// while the VIP has an owner.
 func (vs *vips) attach(cluster string, srv *kubeapi.Server) {
 	vs.mu.Lock()
 	defer vs.mu.Unlock()
-	if v, ok := vs.byCluster[cluster]; ok {
-		v.srv = srv
-		vs.serveLocked(v)
+	if c, ok := vs.byCluster[cluster]; ok {
+		c.srv = srv
+		for _, v := range c.byAddr {
+			vs.serveLocked(c, v)
+		}
 	}
 }
 
-// forget stops tracking the cluster's VIP: its last control plane is gone,
-// and a new cluster of the same name may take the address (or another).
+// forget stops tracking the cluster's VIPs: its last control plane is
+// gone, and a new cluster of the same name may take the addresses (or
+// others).
 func (vs *vips) forget(cluster string) {
 	vs.mu.Lock()
 	defer vs.mu.Unlock()
-	if v, ok := vs.byCluster[cluster]; ok {
-		if v.failover != nil {
-			v.failover.Stop()
+	if c, ok := vs.byCluster[cluster]; ok {
+		for _, v := range c.byAddr {
+			stop(v)
 		}
 		delete(vs.byCluster, cluster)
 	}
 }
 
-// onNodeEvent moves VIPs as their owners go down and eligible nodes come up.
+// onNodeEvent moves VIPs as their owners go down and eligible nodes come
+// up, and follows the addresses the control planes' configurations carry.
 func (vs *vips) onNodeEvent(ev talosnode.Event) {
 	vs.mu.Lock()
 	defer vs.mu.Unlock()
 	if vs.closed {
 		return
 	}
-	for _, v := range vs.byCluster {
-		owner := v.Owner == ev.Node.Address
-		switch ev.Kind {
-		case talosnode.EventDown, talosnode.EventReset:
-			if owner {
-				vs.loseLocked(v)
+	for _, c := range vs.byCluster {
+		for _, v := range c.byAddr {
+			owner := v.Owner == ev.Node.Address
+			switch ev.Kind {
+			case talosnode.EventDown, talosnode.EventReset:
+				if owner {
+					vs.loseLocked(c, v)
+				}
+			case talosnode.EventBooted, talosnode.EventConfig:
+				switch {
+				case owner && !v.eligible(ev.Node): // its config no longer has the VIP
+					vs.loseLocked(c, v)
+				case !v.Owner.IsValid() && v.failover == nil && v.eligible(ev.Node):
+					vs.takeLocked(c, v, ev.Node.Address)
+				}
 			}
-		case talosnode.EventBooted, talosnode.EventConfig:
-			switch {
-			case owner && !v.eligible(ev.Node): // its config no longer has the VIP
-				vs.loseLocked(v)
-			case !v.Owner.IsValid() && v.failover == nil && v.eligible(ev.Node):
-				vs.takeLocked(v, ev.Node.Address)
+		}
+		if ev.Node.Cluster == c.name {
+			vs.followLocked(c)
+		}
+	}
+}
+
+// carriedLocked is the set of addresses c's control planes carry as VIPs
+// in their configurations, up or not.
+func (vs *vips) carriedLocked(c *clusterVIPs) map[netip.Addr]bool {
+	carried := map[netip.Addr]bool{}
+	for _, n := range vs.lab.fleet.Nodes() {
+		if st := n.Status(); st.Cluster == c.name && st.ControlPlane {
+			for _, a := range st.VIPs {
+				carried[a] = true
 			}
+		}
+	}
+	return carried
+}
+
+// followLocked tracks every address c's control planes carry, electing
+// an owner for each new one, and drops those none carries any more: the
+// API stops answering there.
+func (vs *vips) followLocked(c *clusterVIPs) {
+	carried := vs.carriedLocked(c)
+	for a, v := range c.byAddr {
+		if !carried[a] {
+			vs.lab.logf("vip %s of %s: no control plane carries it any more", a, c.name)
+			stop(v)
+			v.Owner = netip.Addr{}
+			vs.serveLocked(c, v)
+			delete(c.byAddr, a)
+		}
+	}
+	for _, a := range slices.SortedFunc(maps.Keys(carried), netip.Addr.Compare) {
+		if _, ok := c.byAddr[a]; !ok {
+			v := &vip{VIPStatus: VIPStatus{Cluster: c.name, Address: a}}
+			c.byAddr[a] = v
+			vs.electLocked(c, v)
 		}
 	}
 }
 
 // loseLocked drops v's owner and elects another after the failover delay.
-func (vs *vips) loseLocked(v *vip) {
-	vs.takeLocked(v, netip.Addr{})
+func (vs *vips) loseLocked(c *clusterVIPs, v *vip) {
+	vs.takeLocked(c, v, netip.Addr{})
 	v.failover = time.AfterFunc(vs.delay, func() {
 		vs.mu.Lock()
 		defer vs.mu.Unlock()
 		v.failover = nil
-		if !vs.closed && vs.byCluster[v.Cluster] == v {
-			vs.electLocked(v)
+		if !vs.closed && vs.byCluster[c.name] == c && c.byAddr[v.Address] == v {
+			vs.electLocked(c, v)
 		}
 	})
 }
 
 // electLocked gives an unowned v to the first eligible control plane.
-func (vs *vips) electLocked(v *vip) {
+func (vs *vips) electLocked(c *clusterVIPs, v *vip) {
 	if v.Owner.IsValid() {
 		return
 	}
 	for _, n := range vs.lab.fleet.Nodes() {
 		if st := n.Status(); v.eligible(st) {
-			vs.takeLocked(v, st.Address)
+			vs.takeLocked(c, v, st.Address)
 			return
 		}
 	}
 }
 
 // takeLocked makes owner (invalid: nobody) v's owner.
-func (vs *vips) takeLocked(v *vip, owner netip.Addr) {
+func (vs *vips) takeLocked(c *clusterVIPs, v *vip, owner netip.Addr) {
 	if v.Owner == owner {
 		return
 	}
@@ -155,28 +209,40 @@ func (vs *vips) takeLocked(v *vip, owner netip.Addr) {
 		vs.lab.logf("vip %s of %s: %s lost it, nobody owns it", v.Address, v.Cluster, v.Owner)
 	}
 	v.Owner = owner
-	vs.serveLocked(v)
+	vs.serveLocked(c, v)
 }
 
-// serveLocked opens v's API while v has an owner.
-func (vs *vips) serveLocked(v *vip) {
-	if v.srv == nil {
+// serveLocked opens the API on v's address while v has an owner.
+func (vs *vips) serveLocked(c *clusterVIPs, v *vip) {
+	if c.srv == nil {
 		return
 	}
-	if err := v.srv.SetServing(v.Owner.IsValid()); err != nil {
+	if err := c.srv.SetServingOn(v.Address, v.Owner.IsValid()); err != nil {
 		vs.lab.logf("vip %s of %s: %v", v.Address, v.Cluster, err)
 	}
 }
 
-// status lists the VIPs by cluster.
+// stop cancels v's pending failover.
+func stop(v *vip) {
+	if v.failover != nil {
+		v.failover.Stop()
+		v.failover = nil
+	}
+}
+
+// status lists the VIPs by cluster and address.
 func (vs *vips) status() []VIPStatus {
 	vs.mu.Lock()
 	defer vs.mu.Unlock()
-	out := make([]VIPStatus, 0, len(vs.byCluster))
-	for _, v := range vs.byCluster {
-		out = append(out, v.VIPStatus)
+	var out []VIPStatus
+	for _, c := range vs.byCluster {
+		for _, v := range c.byAddr {
+			out = append(out, v.VIPStatus)
+		}
 	}
-	slices.SortFunc(out, func(a, b VIPStatus) int { return cmp.Compare(a.Cluster, b.Cluster) })
+	slices.SortFunc(out, func(a, b VIPStatus) int {
+		return cmp.Or(cmp.Compare(a.Cluster, b.Cluster), a.Address.Compare(b.Address))
+	})
 	return out
 }
 
@@ -186,9 +252,9 @@ func (vs *vips) close() error {
 	vs.mu.Lock()
 	defer vs.mu.Unlock()
 	vs.closed = true
-	for _, v := range vs.byCluster {
-		if v.failover != nil {
-			v.failover.Stop()
+	for _, c := range vs.byCluster {
+		for _, v := range c.byAddr {
+			stop(v)
 		}
 	}
 	return nil

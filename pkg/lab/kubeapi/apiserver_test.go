@@ -76,6 +76,7 @@ func TestAPIServer(t *testing.T) { //nolint:tparallel // "faults" and "shutdown"
 		t.Run("node config", func(t *testing.T) { t.Parallel(); checkNodeConfig(t, srv, cs) })
 		t.Run("workload", func(t *testing.T) { t.Parallel(); checkWorkload(t, srv, cs) })
 		t.Run("drain blocked", func(t *testing.T) { t.Parallel(); checkDrainBlocked(t, srv, cs) })
+		t.Run("more addresses", func(t *testing.T) { t.Parallel(); checkMoreAddresses(t, srv, ca, certPEM, keyPEM) })
 	})
 	t.Run("faults", func(t *testing.T) { checkFaults(t, srv, inj) })
 	t.Run("shutdown", func(t *testing.T) {

@@ -25,6 +25,8 @@
 // straight at the apiserver, so they are neither recorded nor given faults.
 // Server.SetServing(false) closes the front door's address as a VIP nobody
 // owns would (connections refused, open ones cut); the apiserver runs on.
+// Server.SetServingOn opens the same front door on another address of the
+// same port, with a serving certificate of its own (a VIP being moved).
 //
 // Server.RegisterNode (a kubelet starting), UpdateNode (a configuration
 // applied live) and SetReady (the kubelet back, or gone: Unknown and the

@@ -62,7 +62,7 @@ func TestFrontDoor_Identity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := fd.server(serving, nil)
+	srv := fd.server(func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &serving, nil }, nil)
 	go func() { _ = srv.ServeTLS(ln, "", "") }()
 	t.Cleanup(func() { srv.Close(); fd.closeTransports() })
 

@@ -84,9 +84,12 @@ type Server struct {
 	front    *frontDoor
 	frontSrv *http.Server
 	gate     *gate
-	admin    *rest.Config
-	client   kubernetes.Interface
-	kubelet  *kubelet
+	// primary is the host of addr (gate's); more serves the others.
+	primary netip.Addr
+	more    *addresses
+	admin   *rest.Config
+	client  kubernetes.Interface
+	kubelet *kubelet
 
 	closeOnce sync.Once
 	closeErr  error
@@ -140,6 +143,7 @@ func Start(ctx context.Context, o Options) (_ *Server, err error) {
 	s := &Server{
 		addr: ln.Addr().String(), backend: backend, caPEM: o.CACertPEM, token: files.token,
 		dataDir: o.DataDir, rec: o.Recorder, proc: proc,
+		primary: vip,
 	}
 	defer func() {
 		if err != nil {
@@ -149,7 +153,7 @@ func Start(ctx context.Context, o Options) (_ *Server, err error) {
 	if err := s.connect(ctx); err != nil {
 		return nil, err
 	}
-	if err := s.openFrontDoor(ln, files, o.Injector); err != nil {
+	if err := s.openFrontDoor(ln, files, o); err != nil {
 		return nil, err
 	}
 	s.kubelet = startKubelet(s.client, o.PodTerminationDelay)
@@ -202,7 +206,7 @@ func (s *Server) connect(ctx context.Context) error {
 	return nil
 }
 
-func (s *Server) openFrontDoor(ln net.Listener, files pkiFiles, inj *labnet.Injector) error {
+func (s *Server) openFrontDoor(ln net.Listener, files pkiFiles, o Options) error {
 	clientCAs, err := certPool(s.caPEM)
 	if err != nil {
 		return err
@@ -216,10 +220,14 @@ func (s *Server) openFrontDoor(ln net.Listener, files pkiFiles, inj *labnet.Inje
 		return fmt.Errorf("kubeapi: front-proxy certificate: %w", err)
 	}
 	s.front = newFrontDoor(s.backend, clientCAs, clientCAs, proxyCert, s.rec)
-	s.frontSrv = s.front.server(serving, inj)
-	s.gate = newGate(ln, func(l net.Listener) { _ = s.frontSrv.ServeTLS(l, "", "") })
+	s.more = newAddresses(o, ln.Addr().(*net.TCPAddr).Port, serving)
+	s.frontSrv = s.front.server(s.more.certificate, o.Injector)
+	s.gate = newGate(ln, s.serveFront)
 	return nil
 }
+
+// serveFront serves one of the API's listeners until it is closed.
+func (s *Server) serveFront(l net.Listener) { _ = s.frontSrv.ServeTLS(l, "", "") }
 
 // SetServing opens or closes the API's address: while not serving (its VIP
 // has no owner) connections to Address are refused and those it had are
@@ -280,6 +288,7 @@ func (s *Server) Close() error {
 		// Not Shutdown: clients' HTTP/2 connections and watches would hold
 		// it for its whole timeout, and the apiserver goes away anyway.
 		s.gate.close()
+		s.more.close()
 		_ = s.frontSrv.Close()
 		s.front.closeTransports()
 		s.closeErr = s.proc.stop()

@@ -128,15 +128,16 @@ func unauthorized(w http.ResponseWriter) {
 	_, _ = io.WriteString(w, `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Unauthorized","reason":"Unauthorized","code":401}`+"\n")
 }
 
-// server is the front door's HTTPS server (serving certificate serving);
-// it serves a listener with ServeTLS(ln, "", "").
-func (f *frontDoor) server(serving tls.Certificate, inj *labnet.Injector) *http.Server {
+// server is the front door's HTTPS server, presenting the serving
+// certificate cert picks for each connection; it serves a listener with
+// ServeTLS(ln, "", "").
+func (f *frontDoor) server(cert func(*tls.ClientHelloInfo) (*tls.Certificate, error), inj *labnet.Injector) *http.Server {
 	return &http.Server{
 		Handler:           f.handler(inj),
 		ReadHeaderTimeout: labnet.ReadHeaderTimeout,
 		ErrorLog:          log.New(io.Discard, "", 0),
 		TLSConfig: &tls.Config{
-			Certificates: []tls.Certificate{serving},
+			GetCertificate: cert,
 			// Verified in ServeHTTP, so that an untrusted certificate gets
 			// the apiserver's 401 instead of a failed handshake.
 			ClientAuth: tls.RequestClientCert,
