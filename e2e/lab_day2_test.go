@@ -64,12 +64,12 @@ func (s *scriptLab) silence(ts *testscript.TestScript, args []string) {
 	s.lab.Injector().Set(labnet.Knobs{Faults: faults})
 }
 
-// kubeNodes checks "lab kube-nodes DIR NAME[:label=value]...": the
+// kubeNodes checks "lab kube-nodes DIR NAME[:K=V[,K=V]...]...": the
 // Kubernetes Node objects of DIR's kubeconfig are exactly NAMEs, each
-// carrying its label when given.
+// carrying its labels when given.
 func kubeNodes(ts *testscript.TestScript, args []string) {
 	if len(args) < 2 {
-		ts.Fatalf("usage: lab kube-nodes DIR NAME[:KEY=VALUE]...")
+		ts.Fatalf("usage: lab kube-nodes DIR NAME[:KEY=VALUE[,KEY=VALUE]...]...")
 	}
 	kc, err := kube.Load(filepath.Join(ts.MkAbs(args[0]), "kubeconfig"), kube.Options{})
 	ts.Check(err)
@@ -82,15 +82,17 @@ func kubeNodes(ts *testscript.TestScript, args []string) {
 		got = append(got, n.Name)
 	}
 	for _, a := range args[1:] {
-		name, label, hasLabel := strings.Cut(a, ":")
+		name, labels, hasLabels := strings.Cut(a, ":")
 		want = append(want, name)
-		if !hasLabel {
+		if !hasLabels {
 			continue
 		}
-		k, v, _ := strings.Cut(label, "=")
 		i := slices.IndexFunc(nodes, func(n kube.Node) bool { return n.Name == name })
-		if i < 0 || nodes[i].Labels[k] != v {
-			ts.Fatalf("node %s: want label %s=%s, have %v", name, k, v, labelsOf(nodes, i))
+		for label := range strings.SplitSeq(labels, ",") {
+			k, v, _ := strings.Cut(label, "=")
+			if i < 0 || nodes[i].Labels[k] != v {
+				ts.Fatalf("node %s: want label %s=%s, have %v", name, k, v, labelsOf(nodes, i))
+			}
 		}
 	}
 	slices.Sort(got)
@@ -105,4 +107,33 @@ func labelsOf(nodes []kube.Node, i int) string {
 		return "(no such node)"
 	}
 	return fmt.Sprint(nodes[i].Labels)
+}
+
+// cordon runs "lab cordon DIR NAME": marks Node NAME unschedulable through
+// DIR's kubeconfig, as an operator's kubectl cordon would.
+func cordon(ts *testscript.TestScript, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: lab cordon DIR NAME")
+	}
+	kc, err := kube.Load(filepath.Join(ts.MkAbs(args[0]), "kubeconfig"), kube.Options{})
+	ts.Check(err)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ts.Check(kc.Cordon(ctx, args[1]))
+}
+
+// ownedVIPs checks "lab vips ADDR...": the addresses of the script
+// cluster's API VIPs that a control plane owns, so that its API answers
+// there, are exactly ADDR....
+func (s *scriptLab) ownedVIPs(ts *testscript.TestScript, args []string) {
+	var got []string
+	for _, v := range s.lab.Status().VIPs {
+		if v.Cluster == s.cluster && v.Owner.IsValid() {
+			got = append(got, v.Address.String())
+		}
+	}
+	slices.Sort(got)
+	if want := slices.Sorted(slices.Values(args)); !slices.Equal(got, want) {
+		ts.Fatalf("owned API VIPs of %s: %v, want %v (%+v)", s.cluster, got, want, s.lab.Status().VIPs)
+	}
 }

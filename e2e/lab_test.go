@@ -36,6 +36,10 @@ type scriptLab struct {
 	cluster string
 	mark    int // calls recorded before the last "lab mark"
 	tasks   int // Proxmox tasks started before the last "lab mark"
+	// inventory is the lab Proxmox's inventory at the last "lab mark"
+	// (see pveObjects); vmNames names every VMID seen.
+	inventory map[string]string
+	vmNames   map[int]string
 }
 
 // fixedBridge is set once a script started a Proxmox lab whose bridge
@@ -72,7 +76,8 @@ func (s *scriptLab) networks() (cluster, external string) {
 //	                             with anything left tagged for the cluster,
 //	                             when the script ends
 //	lab mark                     start counting calls (and Proxmox tasks)
-//	                             afresh
+//	                             afresh, and record the lab Proxmox's
+//	                             inventory
 //	lab mutations N              N mutating calls since the mark (listed if not)
 //	lab owned N                  N OpenStack resources owned by the cluster
 //	lab count KIND N             N of them of KIND (servers, ports, networks,
@@ -136,12 +141,24 @@ func (s *scriptLab) networks() (cluster, external string) {
 //	                             through DIR's talosconfig) are NAME...
 //	lab silence NAME             the Talos node NAME stops answering reads
 //	                             and applies (lab faults off ends it)
-//	lab kube-nodes DIR NAME[:K=V]...
+//	lab kube-nodes DIR NAME[:K=V[,K=V]...]...
 //	                             the Kubernetes Nodes of DIR's kubeconfig
-//	                             are NAME..., each with label K=V if given
+//	                             are NAME..., each with labels K=V if given
+//	lab inventory CHANGE...      the objects of the lab Proxmox's whole
+//	                             inventory added, removed or changed since
+//	                             the mark ("+|-|~ vm NAME", "~ firewall
+//	                             NAME", "- volume VOLID of NAME", "~ pool
+//	                             ID", "sdn KIND/ID", "datacenter-firewall")
+//	                             are exactly those the regular expressions
+//	                             CHANGE match; none: nothing changed
+//	lab cordon DIR NAME          cordon Kubernetes Node NAME through DIR's
+//	                             kubeconfig (kubectl cordon)
+//	lab vips ADDR...             the cluster's API VIPs a control plane
+//	                             owns (the addresses its API answers on)
+//	                             are exactly ADDR...
 func cmdLab(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) == 0 || (neg && args[0] != "vm-config") {
-		ts.Fatalf("usage: lab up|follow|mark|mutations|owned|count|images|vms|isos|wait|token|task|tasks|faults|real-owned|real-images|sdn|vm-config|vm-pending|order|knob|volumes|etcd-members|kube-nodes|silence ...")
+		ts.Fatalf("usage: lab up|follow|mark|mutations|owned|count|images|vms|isos|wait|token|task|tasks|faults|real-owned|real-images|sdn|vm-config|vm-pending|order|knob|volumes|etcd-members|kube-nodes|silence|inventory|cordon|vips ...")
 	}
 	s, _ := ts.Value(labKey{}).(*scriptLab)
 	switch args[0] {
@@ -161,6 +178,7 @@ func cmdLab(ts *testscript.TestScript, neg bool, args []string) {
 		if s.lab.Proxmox != nil {
 			s.tasks = len(s.lab.Proxmox.Tasks())
 		}
+		s.markInventory()
 	case "mutations":
 		s.mutations(ts, count(ts, args))
 	case "owned":
@@ -232,6 +250,12 @@ func cmdLab(ts *testscript.TestScript, neg bool, args []string) {
 		kubeNodes(ts, args[1:])
 	case "silence":
 		s.silence(ts, args[1:])
+	case "inventory":
+		s.inventoryChanges(ts, args[1:])
+	case "cordon":
+		cordon(ts, args[1:])
+	case "vips":
+		s.ownedVIPs(ts, args[1:])
 	default:
 		ts.Fatalf("lab %s: unknown subcommand", args[0])
 	}

@@ -1,0 +1,115 @@
+package e2e
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/talosc/talosc/pkg/lab/proxmox"
+)
+
+// pveObjects flattens the lab Proxmox's whole inventory into one line per
+// object ("vm demo-worker-02", "volume local-lvm:vm-104-disk-0 of
+// demo-worker-02", ...) mapped to its content, so that two inventories
+// diff object by object. VMs, their firewalls and their volumes are named
+// by the VM's name (names maps VMIDs of VMs gone since to theirs).
+func pveObjects(inv proxmox.Inventory, names map[int]string) map[string]string {
+	for _, vm := range inv.VMs {
+		names[vm.VMID] = vm.Name
+	}
+	out := map[string]string{"datacenter-firewall": fmt.Sprint(inv.Firewall)}
+	for _, vm := range inv.VMs {
+		out["vm "+vm.Name] = fmt.Sprint(vm.VMID, vm.Node, vm.Running, vm.Lock, vm.Pool, vm.Config, vm.Pending, vm.PendingDelete, vm.Started)
+		out["firewall "+vm.Name] = fmt.Sprint(vm.FirewallOptions, vm.FirewallRules)
+	}
+	for _, v := range inv.Volumes {
+		key := "volume " + v.VolID
+		if v.VMID != 0 {
+			key += " of " + names[v.VMID]
+		}
+		out[key] = fmt.Sprint(v.Storage, v.Node, v.Content, v.Size)
+	}
+	for id, p := range inv.Pools {
+		out["pool "+id] = fmt.Sprint(p)
+	}
+	for kind, objs := range inv.StagedSDN {
+		for id, o := range objs {
+			out[fmt.Sprintf("sdn %s/%s", kind, id)] = fmt.Sprint(o, inv.RunningSDN[kind][id])
+		}
+	}
+	for kind, objs := range inv.RunningSDN {
+		for id, o := range objs {
+			if _, staged := inv.StagedSDN[kind][id]; !staged {
+				out[fmt.Sprintf("sdn %s/%s", kind, id)] = fmt.Sprint(nil, o)
+			}
+		}
+	}
+	return out
+}
+
+// markInventory records the lab Proxmox's inventory for "lab inventory".
+func (s *scriptLab) markInventory() {
+	if s.lab.Proxmox == nil {
+		return
+	}
+	if s.vmNames == nil {
+		s.vmNames = map[int]string{}
+	}
+	s.inventory = pveObjects(s.lab.Proxmox.Inventory(), s.vmNames)
+}
+
+// inventoryChanges checks "lab inventory CHANGE...": the objects of the
+// lab Proxmox's whole inventory that were added (+), removed (-) or
+// changed (~) since the mark, each a line "+|-|~ OBJECT" (see
+// pveObjects), are exactly those the regular expressions CHANGE... match:
+// every change matches one of them, and each matches a change. Without
+// CHANGE, nothing changed.
+func (s *scriptLab) inventoryChanges(ts *testscript.TestScript, args []string) {
+	pve := s.proxmox(ts)
+	if s.inventory == nil {
+		ts.Fatalf("lab inventory: no inventory recorded (lab mark first)")
+	}
+	now := pveObjects(pve.Inventory(), s.vmNames)
+	var changes []string
+	for k, v := range now {
+		switch was, ok := s.inventory[k]; {
+		case !ok:
+			changes = append(changes, "+ "+k)
+		case was != v:
+			changes = append(changes, "~ "+k)
+		}
+	}
+	for k := range s.inventory {
+		if _, ok := now[k]; !ok {
+			changes = append(changes, "- "+k)
+		}
+	}
+	slices.Sort(changes)
+	res := make([]*regexp.Regexp, len(args))
+	for i, a := range args {
+		re, err := regexp.Compile("^(?:" + a + ")$")
+		ts.Check(err)
+		res[i] = re
+	}
+	matched := map[string]bool{}
+	var unmatched []string
+	for _, c := range changes {
+		hit := false
+		for i, re := range res {
+			if re.MatchString(c) {
+				hit, matched[args[i]] = true, true
+			}
+		}
+		if !hit {
+			unmatched = append(unmatched, c)
+		}
+	}
+	missing := slices.DeleteFunc(slices.Clone(args), func(a string) bool { return matched[a] })
+	if len(unmatched) > 0 || len(missing) > 0 {
+		ts.Fatalf("Proxmox inventory changes since the mark:\n  %s\nunexpected: %q; expected but not seen: %q",
+			strings.Join(changes, "\n  "), unmatched, missing)
+	}
+}
