@@ -9,7 +9,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cosi-project/runtime/pkg/safe"
 	"github.com/rogpeppe/go-internal/testscript"
+	"github.com/siderolabs/talos/pkg/machinery/client"
+	"github.com/siderolabs/talos/pkg/machinery/resources/runtime"
 
 	"github.com/talosc/talosc/pkg/kube"
 	"github.com/talosc/talosc/pkg/lab/labnet"
@@ -135,5 +138,42 @@ func (s *scriptLab) ownedVIPs(ts *testscript.TestScript, args []string) {
 	slices.Sort(got)
 	if want := slices.Sorted(slices.Values(args)); !slices.Equal(got, want) {
 		ts.Fatalf("owned API VIPs of %s: %v, want %v (%+v)", s.cluster, got, want, s.lab.Status().VIPs)
+	}
+}
+
+// extensions checks "lab extensions DIR NAME EXT...": the system
+// extensions Talos node NAME runs, as talosctl get extensions lists them
+// (ExtensionStatus over COSI, through DIR's talosconfig endpoint and
+// identity), are exactly EXT... (the Image Factory's "schematic" virtual
+// extension left out).
+func (s *scriptLab) extensions(ts *testscript.TestScript, args []string) {
+	if len(args) < 2 {
+		ts.Fatalf("usage: lab extensions DIR NAME EXT...")
+	}
+	dir := ts.MkAbs(args[0])
+	id, err := identity.Load(filepath.Join(dir, identity.FileName))
+	ts.Check(err)
+	ep, ok, err := identity.ReadTalosconfigEndpoint(filepath.Join(dir, "talosconfig"))
+	if err != nil || !ok {
+		ts.Fatalf("lab extensions: no talosconfig endpoint in %s: %v", dir, err)
+	}
+	tc, err := identity.Talosconfig(id, s.cluster, ep)
+	ts.Check(err)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := client.New(ctx, client.WithConfig(tc))
+	ts.Check(err)
+	defer c.Close()
+	list, err := safe.StateListAll[*runtime.ExtensionStatus](client.WithNode(ctx, s.nodeAddress(ts, args[1])), c.COSI)
+	ts.Check(err)
+	var got []string
+	for r := range list.All() {
+		if name := r.TypedSpec().Metadata.Name; name != "schematic" {
+			got = append(got, name)
+		}
+	}
+	slices.Sort(got)
+	if want := slices.Sorted(slices.Values(args[2:])); !slices.Equal(got, want) {
+		ts.Fatalf("extensions of %s: %v, want %v", args[1], got, want)
 	}
 }

@@ -156,9 +156,14 @@ func (s *scriptLab) networks() (cluster, external string) {
 //	lab vips ADDR...             the cluster's API VIPs a control plane
 //	                             owns (the addresses its API answers on)
 //	                             are exactly ADDR...
+//	lab extensions DIR NAME EXT...
+//	                             the system extensions Talos node NAME runs
+//	                             (talosctl get extensions through DIR's
+//	                             talosconfig; "schematic" left out) are
+//	                             exactly EXT...
 func cmdLab(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) == 0 || (neg && args[0] != "vm-config") {
-		ts.Fatalf("usage: lab up|follow|mark|mutations|owned|count|images|vms|isos|wait|token|task|tasks|faults|real-owned|real-images|sdn|vm-config|vm-pending|order|knob|volumes|etcd-members|kube-nodes|silence|inventory|cordon|vips ...")
+		ts.Fatalf("usage: lab up|follow|mark|mutations|owned|count|images|vms|isos|wait|token|task|tasks|faults|real-owned|real-images|sdn|vm-config|vm-pending|order|knob|volumes|etcd-members|kube-nodes|silence|inventory|cordon|vips|extensions ...")
 	}
 	s, _ := ts.Value(labKey{}).(*scriptLab)
 	switch args[0] {
@@ -256,6 +261,8 @@ func cmdLab(ts *testscript.TestScript, neg bool, args []string) {
 		cordon(ts, args[1:])
 	case "vips":
 		s.ownedVIPs(ts, args[1:])
+	case "extensions":
+		s.extensions(ts, args[1:])
 	default:
 		ts.Fatalf("lab %s: unknown subcommand", args[0])
 	}
