@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,7 +37,11 @@ func ExecValidator(ctx context.Context, in *Input) (*Validated, error) {
 		return nil, err
 	}
 	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = &stdin, &stdout, in.ErrOut
+	// The child's own "ERROR:" line is left out: its error comes back
+	// here and this phase reports it once.
+	stderr := &withoutErrors{w: in.ErrOut}
+	defer stderr.flush()
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = &stdin, &stdout, stderr
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	runErr := cmd.Run()
 	doc, perr := state.Parse(stdout.Bytes())
@@ -77,4 +82,34 @@ func nodesBinary() (string, error) {
 		return "", fmt.Errorf("validating the run needs %s (beside this binary or on PATH): %w; reinstall talosc", name, err)
 	}
 	return p, nil
+}
+
+// withoutErrors passes whole lines on to w as they come, except the
+// "ERROR: " lines.
+type withoutErrors struct {
+	w    io.Writer
+	line []byte
+}
+
+func (e *withoutErrors) Write(p []byte) (int, error) {
+	e.line = append(e.line, p...)
+	for {
+		i := bytes.IndexByte(e.line, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		if line := e.line[:i+1]; !bytes.HasPrefix(line, []byte("ERROR: ")) {
+			if _, err := e.w.Write(line); err != nil {
+				return len(p), err
+			}
+		}
+		e.line = e.line[i+1:]
+	}
+}
+
+// flush writes what is left of a last line without its newline.
+func (e *withoutErrors) flush() {
+	if len(e.line) > 0 && !bytes.HasPrefix(e.line, []byte("ERROR: ")) {
+		_, _ = e.w.Write(e.line)
+	}
 }

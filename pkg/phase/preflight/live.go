@@ -101,14 +101,19 @@ func (l *live) talosNodes(ctx context.Context, in *phase.Input, inv *provider.In
 	if l.talosVersion, err = c.Version(ctx, l.endpoint); err != nil {
 		return fmt.Errorf("the Talos API of %s (talosconfig's endpoint) does not answer (%w); refusing: the running Talos version and the nodes' state are unknown", l.endpoint, err)
 	}
-	var silent []string
+	var addrs, hosts []string
 	for _, m := range cfg.Hostnames() {
-		im, ok := inv.Find(m.Hostname)
-		if !ok || !im.Address.IsValid() || im.Address.String() == l.endpoint {
-			continue
+		if im, ok := inv.Find(m.Hostname); ok && im.Address.IsValid() && im.Address.String() != l.endpoint {
+			addrs, hosts = append(addrs, im.Address.String()), append(hosts, m.Hostname)
 		}
-		if _, err := c.Version(ctx, im.Address.String()); err != nil {
-			silent = append(silent, fmt.Sprintf("%s (%v)", m.Hostname, err))
+	}
+	var silent []string
+	for i, err := range provider.FanOut(ctx, len(addrs), func(ctx context.Context, i int) error {
+		_, err := c.Version(ctx, addrs[i])
+		return err
+	}) {
+		if err != nil {
+			silent = append(silent, fmt.Sprintf("%s (%v)", hosts[i], err))
 		}
 	}
 	if len(silent) > 0 {
