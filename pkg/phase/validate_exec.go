@@ -9,10 +9,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"time"
 
+	"github.com/talosc/talosc/pkg/cli"
 	"github.com/talosc/talosc/pkg/plugin"
 	"github.com/talosc/talosc/pkg/state"
 )
+
+// validateGrace is how long an interrupted validation gets to write its
+// document.
+const validateGrace = 10 * time.Second
 
 // ExecValidator validates the run by running "tc-nodes validate" (next to
 // this binary, else on PATH) on the run's document: the nodes phase links
@@ -21,7 +27,7 @@ import (
 // comes back as the error it made there (a scale-down's question as a
 // ConfirmError).
 func ExecValidator(ctx context.Context, in *Input) (*Validated, error) {
-	bin, err := nodesBinary()
+	bin, err := nodesBinary(in)
 	if err != nil {
 		return nil, err
 	}
@@ -43,6 +49,8 @@ func ExecValidator(ctx context.Context, in *Input) (*Validated, error) {
 	defer stderr.flush()
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = &stdin, &stdout, stderr
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = validateGrace
+	cli.DieWithParent(cmd) // a killed phase leaves no validation running
 	runErr := cmd.Run()
 	doc, perr := state.Parse(stdout.Bytes())
 	if perr != nil || doc == nil {
@@ -69,17 +77,15 @@ func ExecValidator(ctx context.Context, in *Input) (*Validated, error) {
 }
 
 // nodesBinary is the tc-nodes beside this binary, else the one on PATH.
-func nodesBinary() (string, error) {
-	name := plugin.Prefix + Nodes
-	if dir := plugin.SelfDir(); dir != "" {
-		p := filepath.Join(dir, name)
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
-			return p, nil
-		}
+func nodesBinary(in *Input) (string, error) {
+	self, _ := os.Executable()
+	if resolved, err := filepath.EvalSymlinks(self); err == nil {
+		self = resolved
 	}
-	p, err := exec.LookPath(name)
+	path, _ := in.Env.lookup("PATH")
+	p, err := plugin.Sibling(plugin.Prefix+Nodes, self, path)
 	if err != nil {
-		return "", fmt.Errorf("validating the run needs %s (beside this binary or on PATH): %w; reinstall talosc", name, err)
+		return "", fmt.Errorf("validating the run needs %w", err)
 	}
 	return p, nil
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 
 	"github.com/talosc/talosc/pkg/cli"
@@ -141,26 +140,13 @@ func (s *session) childEnv() []string {
 	})
 }
 
-// phasePath finds tc-NAME next to the front door first, then on PATH. An
-// executable found through a relative PATH entry is refused (exec.ErrDot).
+// phasePath finds tc-NAME next to the front door first, then on PATH.
 func (s *session) phasePath(name string) (string, error) {
-	bin := plugin.Prefix + name
-	if s.g.Host.Self != "" {
-		p := filepath.Join(filepath.Dir(s.g.Host.Self), bin)
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
-			return p, nil
-		}
+	p, err := plugin.Sibling(plugin.Prefix+name, s.g.Host.Self, s.g.Host.Getenv("PATH"))
+	if err != nil {
+		return "", fmt.Errorf("phase binary: %w", err)
 	}
-	for _, d := range filepath.SplitList(s.g.Host.Getenv("PATH")) {
-		if d == "" || !filepath.IsAbs(d) {
-			continue
-		}
-		p := filepath.Join(d, bin)
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("phase binary %s not found next to %s or on PATH: %w; reinstall talosc", bin, s.g.Host.Self, exec.ErrNotFound)
+	return p, nil
 }
 
 // runner runs plugin hooks with the session's environment.
