@@ -3,7 +3,6 @@ package kube
 import (
 	"context"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -16,22 +15,6 @@ const (
 	cordonPatch   = `{"spec":{"unschedulable":true}}`
 	uncordonPatch = `{"spec":{"unschedulable":null}}`
 )
-
-// NodeByName returns the named node; found is false (with no error) when
-// the API has no such Node, so "gone" and "could not ask" never look alike.
-func (c *Client) NodeByName(ctx context.Context, name string) (n Node, found bool, err error) {
-	var obj corev1.Node
-	err = c.request(ctx, "get node "+name, func(ctx context.Context) error {
-		return c.core.Get().Resource("nodes").Name(name).Do(ctx).Into(&obj)
-	})
-	if err != nil {
-		if apierrors.IsNotFound(err) {
-			return Node{}, false, nil
-		}
-		return Node{}, false, err
-	}
-	return nodeOf(&obj), true, nil
-}
 
 // Cordon marks the node unschedulable (kubectl cordon). A missing node is
 // an error: there is nothing to keep pods off.

@@ -16,8 +16,8 @@ func neverRebootsOnApply(talos string) bool {
 	if err != nil {
 		return false
 	}
-	min, _ := config.ParseVersion("v1.14.0")
-	return v.Compare(min) >= 0
+	first, _ := config.ParseVersion("v1.14.0")
+	return v.Compare(first) >= 0
 }
 
 // applyDetail is a planned apply's line: whether it restarts the node on

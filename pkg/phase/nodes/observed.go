@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net/netip"
 	"slices"
+	"sync"
 
 	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/kube"
@@ -34,6 +35,9 @@ type observed struct {
 	// removes, by hostname, while they are still members.
 	leaving map[string]string
 
+	// mu guards the memoised clients: a worker pass asks for them from
+	// several goroutines, possibly before the first dial.
+	mu    sync.Mutex
 	kube  kubeAPI
 	talos talosAPI
 	// talosAt is the endpoint talos was dialled at.
@@ -44,8 +48,16 @@ func newObserved(r *run, s seams) *observed { return &observed{r: r, seams: s} }
 
 // close ends the Talos session.
 func (o *observed) close() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.closeTalos()
+}
+
+// closeTalos ends the Talos session; o.mu is held.
+func (o *observed) closeTalos() {
 	if o.talos != nil {
 		_ = o.talos.Close()
+		o.talos, o.talosAt = nil, ""
 	}
 }
 
@@ -57,6 +69,8 @@ func (o *observed) kubeconfigPath() (string, bool) {
 
 // kubeClient is the memoised client of the kubeconfig.
 func (o *observed) kubeClient() (kubeAPI, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	if o.kube != nil {
 		return o.kube, nil
 	}
@@ -70,7 +84,11 @@ func (o *observed) kubeClient() (kubeAPI, error) {
 }
 
 // forgetKube drops the memoised client (the kubeconfig was rewritten).
-func (o *observed) forgetKube() { o.kube = nil }
+func (o *observed) forgetKube() {
+	o.mu.Lock()
+	o.kube = nil
+	o.mu.Unlock()
+}
 
 // talosSession is the memoised Talos session through the first control
 // plane's real address (never the VIP, I-A1).
@@ -79,13 +97,15 @@ func (o *observed) talosSession(ctx context.Context) (talosAPI, string, error) {
 	if !ok {
 		return nil, "", fmt.Errorf("no address known for %s: the network phase reported none", o.r.cp1().Hostname)
 	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	if o.talos != nil && o.talosAt == cp1 {
 		return o.talos, cp1, nil
 	}
 	if o.r.id == nil {
 		return nil, "", errors.New("the cluster identity is not loaded")
 	}
-	o.close()
+	o.closeTalos()
 	c, err := o.seams.dialTalos(ctx, o.r.id, o.r.cfg.Name, cp1)
 	if err != nil {
 		return nil, "", err

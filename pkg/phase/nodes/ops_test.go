@@ -168,3 +168,30 @@ func TestExecuteSettledSkipsBarrierForLiveChanges(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", d)
 	}
 }
+
+// A worker pass asks for the Talos session from many goroutines, maybe
+// before anything dialled it: one session is dialled and shared.
+func TestTalosSessionDialledOnce(t *testing.T) {
+	t.Parallel()
+	r, log := fakeRun(t, false)
+	var mu sync.Mutex
+	dials := 0
+	r.obs.seams.dialTalos = func(context.Context, *identity.Identity, string, string) (talosAPI, error) {
+		mu.Lock()
+		dials++
+		mu.Unlock()
+		return &fakeTalos{log: log}, nil
+	}
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() {
+			if _, _, err := r.obs.talosSession(t.Context()); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if dials != 1 {
+		t.Errorf("dialled %d sessions, want 1", dials)
+	}
+}

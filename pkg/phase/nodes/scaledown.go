@@ -52,7 +52,11 @@ func (r *run) scaleDown(ctx context.Context) error {
 		return nil
 	}
 	r.obs.refreshNodes(ctx)
-	return r.obs.refreshInventory(ctx)
+	if err := r.obs.refreshInventory(ctx); err != nil {
+		return err
+	}
+	r.out.Machines = r.obs.inv.Machines // the removed ones are gone
+	return nil
 }
 
 // removalFacts gathers what the run knows of one removed node.
@@ -123,16 +127,15 @@ func (r *run) drain(ctx context.Context, d removal) error {
 	if err != nil {
 		return err
 	}
-	var last time.Time
+	var latest kube.DrainProgress
+	report := throttle(func(time.Duration) { r.in.Out.Info("  %s", latest) })
 	err = kc.Drain(ctx, d.host, kube.DrainOptions{
 		Timeout:              r.scaled(drainBudget),
 		EvictErrorRetryDelay: r.scaled(kube.DefaultEvictErrorRetryDelay),
 		Poll:                 r.scaled(kube.DefaultDrainPoll),
 		Progress: func(p kube.DrainProgress) {
-			if time.Since(last) >= progressEvery {
-				last = time.Now()
-				r.in.Out.Info("  %s", p)
-			}
+			latest = p
+			report(0)
 		},
 	})
 	if err == nil {
@@ -155,6 +158,14 @@ func (r *run) reset(ctx context.Context, d removal) error {
 	c, _, err := r.obs.talosSession(ctx)
 	if err != nil {
 		return err
+	}
+	if d.controlPlane {
+		// Hand etcd leadership away first, so the member leaving is not
+		// the leader (Omni's graceful leave); Talos's own leave would
+		// cope, at the cost of an election mid-leave.
+		if ferr := c.EtcdForfeitLeadership(ctx, d.address); ferr != nil {
+			r.in.Out.Warn("%s: etcd leadership not handed over (%v); its reset leaves etcd anyway", d.host, ferr)
+		}
 	}
 	r.in.Out.Info("resetting %s", d.host)
 	err = c.Reset(ctx, d.address, talosapi.ResetOptions{

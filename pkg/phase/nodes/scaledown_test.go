@@ -64,6 +64,8 @@ type resetTalos struct {
 
 func (f *resetTalos) Reset(context.Context, string, talosapi.ResetOptions) error { return f.resetErr }
 
+func (f *resetTalos) EtcdForfeitLeadership(context.Context, string) error { return nil }
+
 func (f *resetTalos) EtcdRemoveMember(_ context.Context, _ string, id uint64) error {
 	f.removed = append(f.removed, id)
 	return nil

@@ -22,6 +22,7 @@ type talosAPI interface {
 	Kubeconfig(ctx context.Context, node string) ([]byte, error)
 	EtcdMembers(ctx context.Context, node string) ([]talosapi.Member, error)
 	EtcdRemoveMember(ctx context.Context, node string, id uint64) error
+	EtcdForfeitLeadership(ctx context.Context, node string) error
 	Reset(ctx context.Context, node string, o talosapi.ResetOptions) error
 	Health(ctx context.Context, o talosapi.HealthOptions) error
 	Close() error
