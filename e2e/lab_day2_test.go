@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -65,6 +66,18 @@ func (s *scriptLab) silence(ts *testscript.TestScript, args []string) {
 		faults = append(faults, labnet.Fault{Service: talosnode.ServiceName, PathPrefix: m + "?node=" + addr, Status: http.StatusServiceUnavailable})
 	}
 	s.lab.Injector().Set(labnet.Knobs{Faults: faults})
+}
+
+// fault fails every request of SERVICE whose path starts with PREFIX
+// with STATUS ("lab fault SERVICE PREFIX STATUS"; "lab faults off" ends
+// it), e.g. the Kubernetes API's version.
+func (s *scriptLab) fault(ts *testscript.TestScript, args []string) {
+	if len(args) != 3 {
+		ts.Fatalf("usage: lab fault SERVICE PREFIX STATUS")
+	}
+	status, err := strconv.Atoi(args[2])
+	ts.Check(err)
+	s.lab.Injector().Set(labnet.Knobs{Faults: []labnet.Fault{{Service: args[0], PathPrefix: args[1], Status: status}}})
 }
 
 // kubeNodes checks "lab kube-nodes DIR NAME[:K=V[,K=V]...]...": the

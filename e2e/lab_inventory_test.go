@@ -8,6 +8,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/talosc/talosc/pkg/lab/openstack"
 	"github.com/talosc/talosc/pkg/lab/proxmox"
 )
 
@@ -50,15 +51,66 @@ func pveObjects(inv proxmox.Inventory, names map[int]string) map[string]string {
 	return out
 }
 
-// markInventory records the lab Proxmox's inventory for "lab inventory".
-func (s *scriptLab) markInventory() {
-	if s.lab.Proxmox == nil {
-		return
+// osObjects flattens the lab OpenStack's whole inventory, every project's
+// and whatever carries no tag, into one line per object ("server
+// demo-worker-02 <id>", "volume <id> of demo-worker-02", ...), so that a
+// removal's diff shows exactly what went and an orphan or a duplicate
+// shows up as an object more.
+func osObjects(inv openstack.Inventory) map[string]string {
+	out := map[string]string{}
+	add := func(kind, name, id string) { out[strings.TrimSpace(kind+" "+name+" "+id)] = "" }
+	names := map[string]string{}
+	for _, x := range inv.Servers {
+		names[x.ID] = x.Name
+		add("server", x.Name, x.ID)
+	}
+	for _, x := range inv.Volumes {
+		add("volume", x.ID, "of "+names[x.ServerID])
+	}
+	for _, x := range inv.Ports {
+		add("port", x.Name, x.ID)
+	}
+	for _, x := range inv.Networks {
+		add("network", x.Name, x.ID)
+	}
+	for _, x := range inv.Subnets {
+		add("subnet", x.Name, x.ID)
+	}
+	for _, x := range inv.Routers {
+		add("router", x.Name, x.ID)
+	}
+	for _, x := range inv.FloatingIPs {
+		add("floatingip", x.FloatingIPAddress, x.ID)
+	}
+	for _, x := range inv.SecurityGroups {
+		add("security-group", x.Name, x.ID)
+	}
+	for _, x := range inv.SecurityGroupRules {
+		add("security-group-rule", x.ID, "")
+	}
+	for _, x := range inv.Images {
+		add("image", x.Name, x.ID)
+	}
+	return out
+}
+
+// objects is the lab cloud's whole inventory as osObjects or pveObjects
+// give it.
+func (s *scriptLab) objects() map[string]string {
+	if s.lab.OpenStack != nil {
+		return osObjects(s.lab.OpenStack.Inventory())
 	}
 	if s.vmNames == nil {
 		s.vmNames = map[int]string{}
 	}
-	s.inventory = pveObjects(s.lab.Proxmox.Inventory(), s.vmNames)
+	return pveObjects(s.lab.Proxmox.Inventory(), s.vmNames)
+}
+
+// markInventory records the lab cloud's inventory for "lab inventory".
+func (s *scriptLab) markInventory() {
+	if s.lab.OpenStack != nil || s.lab.Proxmox != nil {
+		s.inventory = s.objects()
+	}
 }
 
 // inventoryChanges checks "lab inventory CHANGE...": the objects of the
@@ -68,11 +120,10 @@ func (s *scriptLab) markInventory() {
 // every change matches one of them, and each matches a change. Without
 // CHANGE, nothing changed.
 func (s *scriptLab) inventoryChanges(ts *testscript.TestScript, args []string) {
-	pve := s.proxmox(ts)
 	if s.inventory == nil {
 		ts.Fatalf("lab inventory: no inventory recorded (lab mark first)")
 	}
-	now := pveObjects(pve.Inventory(), s.vmNames)
+	now := s.objects()
 	var changes []string
 	for k, v := range now {
 		switch was, ok := s.inventory[k]; {

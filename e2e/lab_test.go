@@ -139,12 +139,15 @@ func (s *scriptLab) networks() (cluster, external string) {
 //	lab volumes N                N Cinder volumes in the project, owned or not
 //	lab etcd-members DIR NAME... the etcd members (talosctl etcd members,
 //	                             through DIR's talosconfig) are NAME...
+//	lab fault SERVICE PREFIX STATUS
+//	                             every SERVICE request under PREFIX fails
+//	                             with STATUS (lab faults off ends it)
 //	lab silence NAME             the Talos node NAME stops answering reads
 //	                             and applies (lab faults off ends it)
 //	lab kube-nodes DIR NAME[:K=V[,K=V]...]...
 //	                             the Kubernetes Nodes of DIR's kubeconfig
 //	                             are NAME..., each with labels K=V if given
-//	lab inventory CHANGE...      the objects of the lab Proxmox's whole
+//	lab inventory CHANGE...      the objects of the lab cloud's whole
 //	                             inventory added, removed or changed since
 //	                             the mark ("+|-|~ vm NAME", "~ firewall
 //	                             NAME", "- volume VOLID of NAME", "~ pool
@@ -255,6 +258,8 @@ func cmdLab(ts *testscript.TestScript, neg bool, args []string) {
 		kubeNodes(ts, args[1:])
 	case "silence":
 		s.silence(ts, args[1:])
+	case "fault":
+		s.fault(ts, args[1:])
 	case "inventory":
 		s.inventoryChanges(ts, args[1:])
 	case "cordon":

@@ -23,4 +23,3 @@ func (c *Client) NodeByName(ctx context.Context, name string) (n Node, found boo
 	}
 	return nodeOf(&obj), true, nil
 }
-

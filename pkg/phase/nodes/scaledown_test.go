@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/talosc/talosc/pkg/phase/preflight"
+	"github.com/talosc/talosc/pkg/provider"
 	"github.com/talosc/talosc/pkg/talos/identity"
 	"github.com/talosc/talosc/pkg/talos/talosapi"
 )
@@ -113,5 +115,25 @@ func TestResetControlPlane(t *testing.T) {
 				t.Errorf("removed members %v, want %v", fake.removed, tc.removed)
 			}
 		})
+	}
+}
+
+// An unanswered node list leaves every node's state unknown: the apply
+// step refuses (I-R8 cannot be decided) and a removal reads "unknown",
+// never "absent" (so an addressless node is refused, I-S5).
+func TestUnknownNodeListRefuses(t *testing.T) {
+	t.Parallel()
+	r, _ := fakeRun(t, false)
+	r.obs.inv = &provider.Inventory{}
+	r.obs.nodesErr = errors.New("kube list nodes: timed out after 10s")
+	if _, err := r.appliable(); err == nil || !strings.Contains(err.Error(), "which nodes to roll configuration out to is unknown; refusing") {
+		t.Errorf("appliable: %v", err)
+	}
+	f := r.removalFacts(preflight.Removal{Name: "t-worker-03"})
+	if f.kube != kubeUnknown {
+		t.Fatalf("kube state %s, want unknown", f.kube)
+	}
+	if _, err := planRemoval(f); err == nil || !strings.Contains(err.Error(), "no address for t-worker-03 but node is unknown in k8s") {
+		t.Errorf("planRemoval: %v", err)
 	}
 }
