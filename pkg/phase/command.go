@@ -28,6 +28,8 @@ type Options struct {
 	DryRun bool
 	// Reboot restarts nodes with pending sizing or NIC changes (plan and converge).
 	Reboot bool
+	// Confirmed are the removals a human confirmed (converge, validate).
+	Confirmed []string
 
 	Streams cli.Streams
 	// Load reads the configuration; nil means config.Load.
@@ -93,6 +95,7 @@ cluster.yaml (in -C DIR) and the JSON state document of earlier phases on stdin
 			cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "validate a plan (no confirmation needed)")
 		}
 		if a.name == ActionConverge || a.name == ActionValidate {
+			cmd.Flags().StringSliceVar(&o.Confirmed, "confirmed", nil, "confirm a scale-down of exactly these `NODES` (what the front door passes after asking); any other removal is asked again")
 			cmd.Flags().BoolVar(&o.Yes, "yes", false, "confirm a scale-down (a phase in a pipe cannot prompt; without it a removal is refused before anything changes)")
 		}
 		if a.name == ActionDestroy {
@@ -157,7 +160,7 @@ func (o *Options) Run(ctx context.Context, p Phase, action string) error {
 	if err != nil {
 		return cli.Usage(err)
 	}
-	in := &Input{Config: cfg, State: doc, DryRun: dryRun, Reboot: o.Reboot, Yes: o.Yes, Out: out, Env: env, Validate: o.Validate, ErrOut: o.Streams.ErrOut}
+	in := &Input{Config: cfg, State: doc, DryRun: dryRun, Reboot: o.Reboot, Yes: o.Yes, Confirmed: o.Confirmed, Out: out, Env: env, Validate: o.Validate, ErrOut: o.Streams.ErrOut}
 	runErr := o.perform(ctx, p, action, in, &sec)
 	if dryRun && errors.Is(runErr, provider.ErrNotAvailable) {
 		// A plan that cannot observe the provider is deferred, not failed.
@@ -168,7 +171,7 @@ func (o *Options) Run(ctx context.Context, p Phase, action string) error {
 	if runErr != nil && sec.Status == "" {
 		sec.Fail(runErr)
 		if ce, ok := errors.AsType[*ConfirmError](runErr); ok {
-			sec.Error.Confirm = ce.Prompt
+			sec.Error.Confirm, sec.Error.Confirming = ce.Prompt, ce.Names
 		}
 	}
 	if !fromFrontDoor {

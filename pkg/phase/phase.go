@@ -59,8 +59,11 @@ type Input struct {
 	DryRun bool
 	// Reboot asks for nodes with pending sizing or NIC changes to be restarted.
 	Reboot bool
-	// Yes confirms a scale-down (converge --yes).
+	// Yes confirms a scale-down (converge --yes), whatever it removes.
 	Yes bool
+	// Confirmed confirms a scale-down of exactly these nodes (converge
+	// --confirmed, what the front door passes after asking).
+	Confirmed []string
 	// Validate runs the whole-run validation (the first phase of a run
 	// calls it before its first mutation).
 	Validate Validator
@@ -112,6 +115,8 @@ type Finding struct {
 // --yes.
 type ConfirmError struct {
 	Prompt string
+	// Names are what a yes confirms (passed back with --confirmed).
+	Names []string
 }
 
 func (e *ConfirmError) Error() string {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/talosc/talosc/pkg/cli"
@@ -38,6 +39,9 @@ func ExecValidator(ctx context.Context, in *Input) (*Validated, error) {
 	if in.Yes {
 		args = append(args, "--yes")
 	}
+	if len(in.Confirmed) > 0 {
+		args = append(args, "--confirmed="+strings.Join(in.Confirmed, ","))
+	}
 	var stdin, stdout bytes.Buffer
 	if err := state.Write(&stdin, in.State); err != nil {
 		return nil, err
@@ -63,7 +67,7 @@ func ExecValidator(ctx context.Context, in *Input) (*Validated, error) {
 	case !ok:
 		return nil, fmt.Errorf("%s validate wrote no %s section: %w", bin, Nodes, runErr)
 	case sec.Error != nil && sec.Error.Confirm != "":
-		return nil, &ConfirmError{Prompt: sec.Error.Confirm}
+		return nil, &ConfirmError{Prompt: sec.Error.Confirm, Names: sec.Error.Confirming}
 	case sec.Error != nil:
 		return nil, errors.New(sec.Error.Message)
 	case runErr != nil:

@@ -83,6 +83,9 @@ type Error struct {
 	// demo-worker-03"): nothing was changed; the front door asks it and
 	// runs again with --yes.
 	Confirm string `json:"confirm,omitempty"`
+	// Confirming names what a yes to Confirm confirms (the nodes a
+	// scale-down removes); the front door passes exactly these back.
+	Confirming []string `json:"confirming,omitempty"`
 }
 
 // Section is what one phase or plugin recorded.

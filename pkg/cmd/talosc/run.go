@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -82,13 +83,14 @@ func (o *RunOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if question := confirmation(res); question != "" && !o.Yes && !dryRun {
+	if question, names := confirmation(res); question != "" && !o.Yes && !dryRun {
 		// The first phase refused before any mutation: ask, then run
-		// again with the answer.
+		// again confirming exactly what was asked (a removal that turns
+		// up meanwhile is asked again, not taken as confirmed).
 		if err := confirm(o.Globals.Streams, question+"\ntype yes to go on: ", "yes"); err != nil {
 			return err
 		}
-		if res, err = s.runPhases(ctx, o.Action, doc, append(extra, "--yes")...); err != nil {
+		if res, err = s.runPhases(ctx, o.Action, doc, append(extra, "--confirmed="+strings.Join(names, ","))...); err != nil {
 			return err
 		}
 	}
@@ -110,17 +112,17 @@ func (o *RunOptions) Run(ctx context.Context) error {
 	return nil
 }
 
-// confirmation is the question a failed phase asked (a scale-down), "" if
-// none.
-func confirmation(res pipeResult) string {
+// confirmation is the question a failed phase asked (a scale-down) and
+// what a yes confirms; "" if none.
+func confirmation(res pipeResult) (string, []string) {
 	if res.code == 0 || res.doc == nil {
-		return ""
+		return "", nil
 	}
 	sec, ok, err := res.doc.Section(res.failed)
 	if err != nil || !ok || sec.Error == nil {
-		return ""
+		return "", nil
 	}
-	return sec.Error.Confirm
+	return sec.Error.Confirm, sec.Error.Confirming
 }
 
 // validatePlugins runs every installed plugin's validate hook, configured or

@@ -16,7 +16,10 @@ import (
 // the network and image from the earlier phases' sections, or reads them
 // from the provider when this phase runs alone.
 func (r *run) validate(ctx context.Context) error {
-	inv, err := preflight.Validated(ctx, r.in, r.cloud)
+	inv, fact, err := preflight.Validated(ctx, r.in, r.cloud)
+	if fact != nil {
+		r.confirmed = fact.Removals
+	}
 	if inv != nil {
 		r.obs.inv = inv
 		r.out.Machines = inv.Machines

@@ -43,6 +43,9 @@ type run struct {
 	desired []config.Machine
 	id      *identity.Identity
 	obs     *observed
+	// confirmed are the removals the run's validation checked and
+	// confirmed: scale-down removes no other node.
+	confirmed []string
 }
 
 func newRun(in *phase.Input, cloud provider.Cloud) *run {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/talosc/talosc/pkg/kube"
@@ -23,7 +25,7 @@ func (r *run) scaleDown(ctx context.Context) error {
 	if len(removals) == 0 {
 		return nil
 	}
-	if err := preflight.QuorumRefusal(r.cfg.ControlPlane.Count, removals); err != nil {
+	if err := r.onlyConfirmed(removals); err != nil {
 		return err
 	}
 	ops := make([]op, 0, len(removals))
@@ -57,6 +59,24 @@ func (r *run) scaleDown(ctx context.Context) error {
 	}
 	r.out.Machines = r.obs.inv.Machines // the removed ones are gone
 	return nil
+}
+
+// onlyConfirmed refuses removing a node the run's validation did not
+// check and confirm (one that went missing from cluster.yaml's view
+// between the question and this phase, such as a Node that registered
+// meanwhile).
+func (r *run) onlyConfirmed(removals []preflight.Removal) error {
+	var extra []string
+	for _, rm := range removals {
+		if !slices.Contains(r.confirmed, rm.Name) {
+			extra = append(extra, rm.Name)
+		}
+	}
+	if len(extra) == 0 {
+		return nil
+	}
+	return fmt.Errorf("refusing to remove %s: not among the removals this run validated and confirmed (%s); re-run to be asked again",
+		strings.Join(extra, ", "), strings.Join(r.confirmed, ", "))
 }
 
 // removalFacts gathers what the run knows of one removed node.

@@ -137,3 +137,18 @@ func TestUnknownNodeListRefuses(t *testing.T) {
 		t.Errorf("planRemoval: %v", err)
 	}
 }
+
+// Scale-down removes only what the run's validation confirmed: a node
+// that turned up as a removal since is refused, not removed unasked.
+func TestOnlyConfirmedRemovals(t *testing.T) {
+	t.Parallel()
+	r, _ := fakeRun(t, false)
+	r.confirmed = []string{"t-worker-03"}
+	if err := r.onlyConfirmed([]preflight.Removal{{Name: "t-worker-03"}}); err != nil {
+		t.Errorf("confirmed: %v", err)
+	}
+	err := r.onlyConfirmed([]preflight.Removal{{Name: "t-worker-03"}, {Name: "stray"}})
+	if err == nil || !strings.Contains(err.Error(), "refusing to remove stray: not among the removals this run validated and confirmed (t-worker-03)") {
+		t.Errorf("unconfirmed: %v", err)
+	}
+}

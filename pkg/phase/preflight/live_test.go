@@ -1,10 +1,13 @@
 package preflight
 
 import (
+	"errors"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/talosc/talosc/pkg/config"
+	"github.com/talosc/talosc/pkg/phase"
 )
 
 // TestCheckTailscale is I-T1/I-T2 decided from talosconfig's endpoint.
@@ -37,5 +40,33 @@ func TestCheckTailscale(t *testing.T) {
 				t.Errorf("err = %v, want a refusal containing %q", err, tc.refusing)
 			}
 		})
+	}
+}
+
+// TestConfirm is I-S2: a real run removes nothing unasked; --yes confirms
+// any removal, --confirmed exactly the set it names, in any order.
+func TestConfirm(t *testing.T) {
+	t.Parallel()
+	removals := []string{"demo-worker-02", "demo-worker-03"}
+	for _, tc := range []struct {
+		name  string
+		in    phase.Input
+		asked bool
+	}{
+		{"unconfirmed converge", phase.Input{}, true},
+		{"a plan", phase.Input{DryRun: true}, false},
+		{"--yes", phase.Input{Yes: true}, false},
+		{"--confirmed, same set", phase.Input{Confirmed: []string{"demo-worker-03", "demo-worker-02"}}, false},
+		{"--confirmed, a node fewer than now", phase.Input{Confirmed: []string{"demo-worker-02"}}, true},
+	} {
+		err := confirm(&tc.in, removals)
+		ce, asked := errors.AsType[*phase.ConfirmError](err)
+		if asked != tc.asked {
+			t.Errorf("%s: err = %v, want asked %v", tc.name, err, tc.asked)
+			continue
+		}
+		if asked && (!slices.Equal(ce.Names, removals) || !strings.Contains(ce.Prompt, "scale down will remove 2 node(s): demo-worker-02, demo-worker-03")) {
+			t.Errorf("%s: %+v", tc.name, ce)
+		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/talosc/talosc/pkg/phase"
 	"github.com/talosc/talosc/pkg/phase/sections"
@@ -72,26 +73,29 @@ func Validate(ctx context.Context, in *phase.Input) (*phase.Validated, error) {
 
 // Validated is the nodes phase's validation: when an earlier phase of this
 // run recorded that it validated this cluster.yaml, only the inventory is
-// read again; otherwise the whole validation runs.
-func Validated(ctx context.Context, in *phase.Input, cloud provider.Cloud) (*provider.Inventory, error) {
-	if upstream(in) {
-		return cloud.Inventory(ctx, in.Config)
+// read again and that fact returned; otherwise the whole validation runs.
+func Validated(ctx context.Context, in *phase.Input, cloud provider.Cloud) (*provider.Inventory, *phase.Validated, error) {
+	if fact := upstream(in); fact != nil {
+		inv, err := cloud.Inventory(ctx, in.Config)
+		return inv, fact, err
 	}
-	inv, _, err := Run(ctx, in, cloud)
-	return inv, err
+	return Run(ctx, in, cloud)
 }
 
-// upstream reports an earlier phase's validation fact for this
-// cluster.yaml in a section that succeeded (a replayed document of another
-// configuration does not count).
-func upstream(in *phase.Input) bool {
+// upstream is an earlier phase's validation fact for this cluster.yaml in
+// a section that succeeded (a replayed document of another configuration
+// does not count), nil if there is none.
+func upstream(in *phase.Input) *phase.Validated {
 	want := Fingerprint(in)
 	img, ok, err := sections.ReadImage(in.State)
 	if err == nil && ok && img.Validated != nil && img.Validated.Fingerprint == want && succeeded(in.State, phase.Image) {
-		return true
+		return img.Validated
 	}
 	net, ok, err := sections.ReadNetwork(in.State)
-	return err == nil && ok && net.Validated != nil && net.Validated.Fingerprint == want && succeeded(in.State, phase.Net)
+	if err == nil && ok && net.Validated != nil && net.Validated.Fingerprint == want && succeeded(in.State, phase.Net) {
+		return net.Validated
+	}
+	return nil
 }
 
 func succeeded(doc *state.Document, name string) bool {
@@ -106,14 +110,16 @@ func Fingerprint(in *phase.Input) string {
 	data, _ := json.Marshal(in.Config) //nolint:errchkjson // a loaded Cluster always marshals
 	h := sha256.New()
 	h.Write(data)
-	fmt.Fprintf(h, "\x00%t\x00%t", in.DryRun, in.Yes)
+	fmt.Fprintf(h, "\x00%t\x00%t\x00%q", in.DryRun, in.Yes, in.Confirmed)
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// confirm refuses an unconfirmed removal in a real run (I-S2).
+// confirm refuses an unconfirmed removal in a real run (I-S2): --yes
+// confirms any, --confirmed exactly the nodes it names (a set that changed
+// since the question is asked again).
 func confirm(in *phase.Input, removals []string) error {
-	if len(removals) == 0 || in.DryRun || in.Yes {
+	if len(removals) == 0 || in.DryRun || in.Yes || slices.Equal(slices.Sorted(slices.Values(in.Confirmed)), removals) {
 		return nil
 	}
-	return &phase.ConfirmError{Prompt: fmt.Sprintf("scale down will remove %d node(s): %s", len(removals), joinNames(removals))}
+	return &phase.ConfirmError{Prompt: fmt.Sprintf("scale down will remove %d node(s): %s", len(removals), joinNames(removals)), Names: removals}
 }
