@@ -86,7 +86,7 @@ func (r *run) applyOp(p pendingApply) op {
 			}
 			rebooted = true
 			r.in.Out.Info("%s reboots to apply its configuration", m.Hostname)
-			return r.nodeBack(ctx, m, res.BootID)
+			return r.nodeBack(ctx, m, res.BootID, r.scaled(settleGrace))
 		},
 	}}
 	return o

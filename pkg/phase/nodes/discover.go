@@ -138,10 +138,13 @@ func (r *run) recoverKubeconfig(ctx context.Context, path string) (bool, error) 
 	return false, os.Remove(path)
 }
 
-// checkVersions reads the running Kubernetes version of an up cluster:
-// configs are never generated against an unknown one (I-13), nor against
-// another than the pin.
+// checkVersions reads what an up cluster runs: every existing node's
+// Talos version and schematic, and the Kubernetes version, which configs
+// are never generated against unknown (I-13) and never downgraded.
 func (r *run) checkVersions(ctx context.Context) error {
+	if err := r.readRunning(ctx, false); err != nil {
+		return err
+	}
 	kc, err := r.obs.kubeClient()
 	if err != nil {
 		return err

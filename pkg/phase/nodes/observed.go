@@ -31,6 +31,10 @@ type observed struct {
 	nodes    []kube.Node
 	nodesErr error
 
+	// running is what each existing desired node runs, by hostname (read
+	// at the versions step; kept current by the upgrades); mu guards it.
+	running map[string]running
+
 	// leaving are the addresses of the control planes a scale-down
 	// removes, by hostname, while they are still members.
 	leaving map[string]string
@@ -112,6 +116,25 @@ func (o *observed) talosSession(ctx context.Context) (talosAPI, string, error) {
 	}
 	o.talos, o.talosAt = c, cp1
 	return c, cp1, nil
+}
+
+// setRunning records what host runs after an upgrade (workers upgrade
+// concurrently).
+func (o *observed) setRunning(host string, v running) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.running == nil {
+		o.running = map[string]running{}
+	}
+	o.running[host] = v
+}
+
+// runningOf is what host runs, when it exists.
+func (o *observed) runningOf(host string) (running, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	v, ok := o.running[host]
+	return v, ok
 }
 
 // refreshInventory reads the owned machines again.

@@ -40,7 +40,9 @@ func (r *run) do(ctx context.Context, a action) error {
 type op struct {
 	host         string
 	controlPlane bool
-	actions      []action
+	// pool is the node's pool (a batched rollout groups workers by it).
+	pool    string
+	actions []action
 	// settled, if not nil, says after the actions ran whether the change
 	// disturbed the node so that the barrier must follow (an apply that
 	// rebooted it); nil always takes the barrier.
@@ -60,6 +62,10 @@ type rollout struct {
 	// serialWorkers takes workers one at a time too (a restart takes the
 	// node away, I-R11); each worker's own actions wait for it.
 	serialWorkers bool
+	// batched takes workers pool by pool, each pool's max_unavailable at
+	// a time (an upgrade drains and reboots them); a failed batch stops
+	// the rollout before the next.
+	batched bool
 }
 
 // execute applies ops: control planes one at a time, each followed by
@@ -87,15 +93,39 @@ func (r *run) execute(ctx context.Context, ro rollout, ops []op) error {
 			return fmt.Errorf("cluster unhealthy after %s %s; stopping the rollout: %w", ro.what, o.host, err)
 		}
 	}
-	if !ro.serialWorkers {
-		return r.workersInOnePass(ctx, workers)
-	}
-	for _, o := range workers {
-		if err := r.doAll(ctx, o); err != nil {
+	for _, batch := range r.workerBatches(ro, workers) {
+		if err := r.workersInOnePass(ctx, batch); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// workerBatches are the worker ops in the groups a rollout takes them in,
+// in order: all at once, one at a time (serialWorkers), or per pool its
+// max_unavailable at a time (batched).
+func (r *run) workerBatches(ro rollout, workers []op) [][]op {
+	size := func(op) int { return len(workers) }
+	switch {
+	case ro.serialWorkers:
+		size = func(op) int { return 1 }
+	case ro.batched:
+		size = func(o op) int {
+			p, _, _ := r.cfg.PoolOf(o.pool)
+			return p.MaxUnavailable()
+		}
+	}
+	var out [][]op
+	for i := 0; i < len(workers); {
+		n := max(size(workers[i]), 1)
+		j := i + 1
+		for j < len(workers) && j-i < n && (!ro.batched || workers[j].pool == workers[i].pool) {
+			j++
+		}
+		out = append(out, workers[i:j])
+		i = j
+	}
+	return out
 }
 
 // byRole splits ops into the control planes' and the workers', each in

@@ -68,7 +68,7 @@ func (r *run) restartOp(m config.Machine) (op, bool) {
 			return r.cloud.RestartMachine(ctx, r.cfg, machine, r.plan)
 		},
 		then: func(ctx context.Context) error {
-			if err := r.nodeBack(ctx, m, ""); err != nil {
+			if err := r.nodeBack(ctx, m, "", 0); err != nil {
 				return fmt.Errorf("cluster unhealthy after rebooting %s; stopping the rollout: %w", m.Hostname, err)
 			}
 			return nil

@@ -143,21 +143,7 @@ func (r *run) removalOp(d removal) op {
 // drain drains the node; a failure is fatal unless the node is NotReady
 // (I-S4: a Ready or unknown node may be live).
 func (r *run) drain(ctx context.Context, d removal) error {
-	kc, err := r.obs.kubeClient()
-	if err != nil {
-		return err
-	}
-	var latest kube.DrainProgress
-	report := throttle(func(time.Duration) { r.in.Out.Info("  %s", latest) })
-	err = kc.Drain(ctx, d.host, kube.DrainOptions{
-		Timeout:              r.scaled(drainBudget),
-		EvictErrorRetryDelay: r.scaled(kube.DefaultEvictErrorRetryDelay),
-		Poll:                 r.scaled(kube.DefaultDrainPoll),
-		Progress: func(p kube.DrainProgress) {
-			latest = p
-			report(0)
-		},
-	})
+	err := r.drainNode(ctx, d.host)
 	if err == nil {
 		return nil
 	}
@@ -166,6 +152,27 @@ func (r *run) drain(ctx context.Context, d removal) error {
 		return nil
 	}
 	return fmt.Errorf("drain of %s failed and node is %s; aborting to protect a potentially live node: %w", d.host, d.kube, err)
+}
+
+// drainNode cordons host and evicts its pods (kubectl drain
+// --ignore-daemonsets --delete-emptydir-data --timeout 5m, I-X1), with
+// throttled progress lines.
+func (r *run) drainNode(ctx context.Context, host string) error {
+	kc, err := r.obs.kubeClient()
+	if err != nil {
+		return err
+	}
+	var latest kube.DrainProgress
+	report := throttle(func(time.Duration) { r.in.Out.Info("  %s", latest) })
+	return kc.Drain(ctx, host, kube.DrainOptions{
+		Timeout:              r.scaled(drainBudget),
+		EvictErrorRetryDelay: r.scaled(kube.DefaultEvictErrorRetryDelay),
+		Poll:                 r.scaled(kube.DefaultDrainPoll),
+		Progress: func(p kube.DrainProgress) {
+			latest = p
+			report(0)
+		},
+	})
 }
 
 // reset resets the node gracefully (a control plane leaves etcd itself),

@@ -25,6 +25,9 @@ type talosAPI interface {
 	EtcdForfeitLeadership(ctx context.Context, node string) error
 	Reset(ctx context.Context, node string, o talosapi.ResetOptions) error
 	Health(ctx context.Context, o talosapi.HealthOptions) error
+	Schematic(ctx context.Context, node string) (string, error)
+	Upgrade(ctx context.Context, node, installer string, progress func(string)) error
+	Reboot(ctx context.Context, node string) (previousBootID string, err error)
 	Close() error
 }
 

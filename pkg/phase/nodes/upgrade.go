@@ -1,0 +1,293 @@
+package nodes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/talosc/talosc/pkg/config"
+	"github.com/talosc/talosc/pkg/state"
+	"github.com/talosc/talosc/pkg/talos/factory"
+)
+
+// The Talos upgrade's budgets (I-R4: the version is polled for up to 30
+// minutes), scaled by TALOSC_TIME_SCALE.
+const (
+	// upgradeBudget bounds one node's reboot into its new installation:
+	// its boot ID must change within it.
+	upgradeBudget = 30 * time.Minute
+)
+
+// talosUpgrade is one node's Talos upgrade, decided before any starts.
+type talosUpgrade struct {
+	machine config.Machine
+	address string
+	from    running
+	// to is the pinned version, installer the pool's installer image and
+	// schematic its schematic ID.
+	to, installer, schematic string
+	reason                   string
+}
+
+// upgradeTalos upgrades every existing node whose Talos version or
+// schematic differs from what cluster.yaml pins for its pool (reference
+// §3.1 step 9, I-R1..I-R6): before any new machine is created, control
+// planes first, one at a time, each followed by Talos's health with no
+// Kubernetes fallback, and the cluster healthy before the first is
+// touched (so a resumed rollout re-establishes the barrier); then the
+// workers, pool by pool, max_unavailable at a time. Each node: install
+// the new image, drain, reboot, wait for its new boot at the new version
+// and schematic, uncordon. A node whose install fails, or that comes
+// back on its old version, stops the rollout.
+func (r *run) upgradeTalos(ctx context.Context) error {
+	ups, err := r.talosUpgrades()
+	if err != nil || len(ups) == 0 {
+		return err
+	}
+	if err := r.etcdAllowsUpgrade(ctx, ups); err != nil {
+		return err
+	}
+	if err := r.registerPlan(ctx); err != nil {
+		return err
+	}
+	ops := make([]op, len(ups))
+	newVersion := false
+	for i, u := range ups {
+		ops[i] = r.talosUpgradeOp(u)
+		newVersion = newVersion || u.from.talos != u.to
+	}
+	if err := r.execute(ctx, rollout{what: "upgrading", healthBefore: true, healthAfterLast: true, batched: true}, ops); err != nil {
+		return err
+	}
+	if r.in.DryRun {
+		return nil
+	}
+	r.obs.refreshNodes(ctx)
+	if !newVersion {
+		return nil
+	}
+	// The configurations follow the document layout of the new version.
+	return r.applyConfigs(ctx)
+}
+
+// reinstall catches the nodes that came up short of their pool's
+// extensions after a bootstrap or a scale-up (OpenStack boots every
+// server from the shared base image): on a refreshed inventory, each
+// node's schematic is read again and the short ones are upgraded onto
+// their installer (§3.1 step 15).
+func (r *run) reinstall(ctx context.Context) error {
+	if err := r.obs.refreshInventory(ctx); err != nil {
+		return err
+	}
+	if !slices.ContainsFunc(r.desired, func(m config.Machine) bool {
+		_, exists := r.obs.inv.Find(m.Hostname)
+		_, known := r.obs.runningOf(m.Hostname)
+		return exists && !known
+	}) {
+		return nil // no machine came up since the versions were read
+	}
+	r.obs.refreshNodes(ctx)
+	if err := r.readRunning(ctx, true); err != nil {
+		return err
+	}
+	return r.upgradeTalos(ctx)
+}
+
+// etcdAllowsUpgrade refuses a control-plane upgrade that etcd cannot
+// survive (Talos's own ValidateForUpgrade): a member that never started
+// (which node it is cannot be told), or exactly two members (one
+// rebooting loses quorum). An unreadable member list refuses too.
+func (r *run) etcdAllowsUpgrade(ctx context.Context, ups []talosUpgrade) error {
+	if !slices.ContainsFunc(ups, func(u talosUpgrade) bool { return u.machine.Role == config.RoleControlPlane }) {
+		return nil
+	}
+	c, ep, err := r.obs.talosSession(ctx)
+	if err != nil {
+		return err
+	}
+	members, err := c.EtcdMembers(ctx, ep)
+	if err != nil {
+		return fmt.Errorf("the etcd member list could not be read, so whether a control plane may reboot is unknown; refusing to upgrade: %w", err)
+	}
+	for _, m := range members {
+		if m.Hostname == "" {
+			return fmt.Errorf("refusing to upgrade control planes: %w (id %016x)", errUnnamedMember, m.ID)
+		}
+	}
+	if len(members) == 2 {
+		return errors.New("refusing to upgrade control planes: etcd has 2 members, and one rebooting loses quorum; add a third control plane first")
+	}
+	return nil
+}
+
+// talosUpgrades decides which existing nodes need an upgrade, in desired
+// order (control planes first).
+func (r *run) talosUpgrades() ([]talosUpgrade, error) {
+	installers, err := Installers(r.cfg, r.in.Env.FactoryURL())
+	if err != nil {
+		return nil, err
+	}
+	var ups []talosUpgrade
+	for _, m := range r.desired {
+		cur, ok := r.obs.runningOf(m.Hostname)
+		if !ok {
+			continue // not created yet: it boots at the pin
+		}
+		ref, id := installerOf(installers, m.Pool)
+		need, reason, err := config.NeedsTalosUpgrade(cur.talos, r.cfg.Talos.Version, cur.schematic, id)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", m.Hostname, err)
+		}
+		if !need {
+			continue
+		}
+		addr, _ := r.obs.address(m.Hostname) // readRunning required one
+		ups = append(ups, talosUpgrade{machine: m, address: addr, from: cur, to: r.cfg.Talos.Version, installer: ref, schematic: id, reason: reason})
+	}
+	return ups, nil
+}
+
+// installerOf is pool's installer image and schematic ID.
+func installerOf(plan *factory.InstallerPlan, pool string) (ref, schematic string) {
+	ref = plan.ByPool[pool]
+	for _, in := range plan.Installers {
+		if in.Ref == ref {
+			return ref, in.SchematicID
+		}
+	}
+	return ref, ""
+}
+
+// registerPlan registers every installer's schematic with the Image
+// Factory before a node pulls one (a plan only reads).
+func (r *run) registerPlan(ctx context.Context) error {
+	if r.in.DryRun {
+		return nil
+	}
+	installers, err := Installers(r.cfg, r.in.Env.FactoryURL())
+	if err != nil {
+		return err
+	}
+	fc, err := r.in.Env.Factory(nil)
+	if err != nil {
+		return err
+	}
+	return registerInstallers(ctx, fc, installers)
+}
+
+// talosUpgradeOp is one node's upgrade: install, drain, reboot and wait,
+// uncordon.
+func (r *run) talosUpgradeOp(u talosUpgrade) op {
+	m := u.machine
+	host := m.Hostname
+	cp := m.Role == config.RoleControlPlane
+	return op{host: host, controlPlane: cp, pool: m.Pool, actions: []action{
+		{
+			change: state.Change{Action: state.ActionUpdate, Kind: KindTalosNode, Name: host, Detail: upgradeDetail(u)},
+			fn: func(ctx context.Context) error {
+				c, _, err := r.obs.talosSession(ctx)
+				if err != nil {
+					return err
+				}
+				r.in.Out.Info("installing %s on %s", u.installer, host)
+				if err := c.Upgrade(ctx, u.address, u.installer, r.installProgress(host)); err != nil {
+					return fmt.Errorf("install of %s on %s failed; stopping the rollout before another node is touched: %w", u.installer, host, err)
+				}
+				return nil
+			},
+		},
+		{
+			change: state.Change{Action: state.ActionUpdate, Kind: KindKubeNode, Name: host, Detail: "drain: cordon, evict its pods (PodDisruptionBudgets respected)"},
+			fn: func(ctx context.Context) error {
+				if err := r.drainNode(ctx, host); err != nil {
+					return fmt.Errorf("drain of %s before its reboot failed; not rebooting it: %w", host, err)
+				}
+				return nil
+			},
+		},
+		{
+			change: state.Change{Action: state.ActionUpdate, Kind: KindTalosNode, Name: host, Detail: fmt.Sprintf("reboot into %s, wait for its new boot", u.to)},
+			fn:     func(ctx context.Context) error { return r.rebootInto(ctx, u) },
+		},
+		{
+			change: state.Change{Action: state.ActionUpdate, Kind: KindKubeNode, Name: host, Detail: "uncordon"},
+			fn: func(ctx context.Context) error {
+				kc, err := r.obs.kubeClient()
+				if err != nil {
+					return err
+				}
+				return kc.Uncordon(ctx, host)
+			},
+		},
+	}}
+}
+
+// upgradeDetail says what a node's upgrade changes.
+func upgradeDetail(u talosUpgrade) string {
+	if u.from.talos == u.to {
+		return fmt.Sprintf("reinstall %s (%s)", u.installer, u.reason)
+	}
+	return fmt.Sprintf("upgrade %s -> %s, installer %s", u.from.talos, u.to, u.installer)
+}
+
+// rebootInto reboots an installed node (a control plane hands etcd
+// leadership away first) and waits for it to boot again, answer at the
+// new version and schematic, and, for a worker, be Ready. A node that
+// boots back into its old installation (Talos rolled it back) fails.
+func (r *run) rebootInto(ctx context.Context, u talosUpgrade) error {
+	m := u.machine
+	c, _, err := r.obs.talosSession(ctx)
+	if err != nil {
+		return err
+	}
+	if m.Role == config.RoleControlPlane && r.cfg.ControlPlane.Count > 1 {
+		if ferr := c.EtcdForfeitLeadership(ctx, u.address); ferr != nil {
+			r.in.Out.Warn("%s: etcd leadership not handed over (%v); rebooting it anyway", m.Hostname, ferr)
+		}
+	}
+	r.in.Out.Info("rebooting %s into %s", m.Hostname, u.to)
+	prev, err := c.Reboot(ctx, u.address)
+	if err != nil {
+		return fmt.Errorf("reboot of %s: %w", m.Hostname, err)
+	}
+	if err := r.nodeBack(ctx, m, prev, r.scaled(upgradeBudget)); err != nil {
+		return fmt.Errorf("%s did not come back after its upgrade; stopping the rollout: %w", m.Hostname, err)
+	}
+	v, err := c.Version(ctx, u.address)
+	if err != nil {
+		return fmt.Errorf("%s came back, but its version cannot be read: %w", m.Hostname, err)
+	}
+	s, err := c.Schematic(ctx, u.address)
+	if err != nil {
+		return fmt.Errorf("%s came back, but its schematic cannot be read: %w", m.Hostname, err)
+	}
+	if v != u.to || s != u.schematic {
+		return fmt.Errorf("%s came back on %s (schematic %s), not %s (schematic %s): Talos rolled the upgrade back; stopping the rollout",
+			m.Hostname, v, shortID(s), u.to, shortID(u.schematic))
+	}
+	r.obs.setRunning(m.Hostname, running{talos: v, schematic: s})
+	return nil
+}
+
+// installProgress reports the installer's lines, throttled.
+func (r *run) installProgress(host string) func(string) {
+	var latest string
+	report := throttle(func(time.Duration) { r.in.Out.Info("  %s: %s", host, latest) })
+	return func(line string) {
+		latest = line
+		report(0)
+	}
+}
+
+// shortID is a schematic ID's first 12 characters ("none" when empty).
+func shortID(id string) string {
+	switch {
+	case id == "":
+		return "none"
+	case len(id) > 12:
+		return id[:12]
+	}
+	return id
+}
