@@ -122,6 +122,7 @@ func (v *validator) pool(p *Pool, path string, provider string) {
 		v.errf(path+".count", "must be at least %d, not %d", minCount, p.Count)
 	}
 	v.positive(path+".disk", p.Disk, true)
+	v.maxUnavailable(p, path)
 	v.hostnameLength(p, path)
 	v.nonEmpty(path+".extensions", p.Extensions)
 	switch provider {
@@ -155,6 +156,20 @@ func (v *validator) positive(path string, val int, required bool) {
 	if val <= 0 {
 		v.errf(path, "must be greater than 0, not %d", val)
 	}
+}
+
+// maxUnavailable checks the upgrade parallelism of a pool: workers may
+// take several nodes down at once; a control plane never does, since etcd
+// keeps its quorum only when one member at a time is away.
+func (v *validator) maxUnavailable(p *Pool, path string) {
+	key := path + ".max_unavailable"
+	if path == RoleControlPlane {
+		if v.has(key) {
+			v.errf(key, "is not allowed: control planes are always upgraded one at a time (etcd must keep its quorum); set max_unavailable on worker pools")
+		}
+		return
+	}
+	v.positive(key, p.MaxUnavailableNodes, false)
 }
 
 // hostnameLength keeps <name>-<pool>-NN within 63 characters, measured with

@@ -45,6 +45,7 @@ workers:
     count: 3
     flavor: gp.xlarge
     disk: 100
+    # max_unavailable: 1         # nodes a Talos upgrade may take down at once
 openstack:
   url: https://openstack.example.edu:5000/v3/
   availability_zone: nova
@@ -68,6 +69,7 @@ workers:
     cores: 8
     memory: 16
     disk: 100
+    # max_unavailable: 1         # nodes a Talos upgrade may take down at once
 proxmox:
   url: https://pve.example.edu:8006
   storage: local-lvm

@@ -58,6 +58,7 @@ func TestScaffold_Content(t *testing.T) {
 		"name: lab\ninclude: [secrets.yaml]          # keep, or the loader refuses secrets.yaml\n",
 		"  version: v1.13.8\n", "  version: v1.36.1\n", "openstack:\n  url: https://openstack.example.edu:5000/v3/\n",
 		"  # metrics: {port: 9100, hosts: {office vpn: 203.0.113.0/24}}\n", "tailscale:\n  login_server: https://headscale.example.edu\n",
+		"    disk: 100\n    # max_unavailable: 1         # nodes a Talos upgrade may take down at once\n",
 	} {
 		if !strings.Contains(string(cluster), want) {
 			t.Errorf("openstack cluster.yaml lacks %q", want)

@@ -37,6 +37,15 @@ func JSONSchema() ([]byte, error) {
 			dns.Items = &jsonschema.Schema{Type: "string", Description: "IPv4 or IPv6 address"}
 		}
 	}
+	if cp, ok := s.Properties.Get("controlplane"); ok {
+		// The control plane shares the Pool shape but refuses
+		// max_unavailable, as the loader does.
+		cp.Properties = jsonschema.NewProperties()
+		cp.Properties.Set("max_unavailable", &jsonschema.Schema{
+			Type:        "null",
+			Description: "Not allowed on the control plane: control planes are always upgraded one at a time.",
+		})
+	}
 	s.Properties.Set("metal", &jsonschema.Schema{
 		Type:        "null",
 		Description: "Bare-metal machines are not supported yet by talosc; the loader refuses a metal section.",

@@ -90,6 +90,19 @@ type Pool struct {
 	ConfigPatches Patches `yaml:"config_patches,omitempty" jsonschema_description:"Machine-config patches for this pool, after the cluster's."`
 	// Tags are node labels for this pool (override cluster tags).
 	Tags Labels `yaml:"tags,omitempty" jsonschema_description:"Node labels for this pool."`
+	// MaxUnavailableNodes is how many of the pool's nodes a Talos upgrade
+	// may drain and reboot at once (workers only; 0 means unset). Read it
+	// through MaxUnavailable.
+	MaxUnavailableNodes int `yaml:"max_unavailable,omitempty" jsonschema:"minimum=1" jsonschema_description:"Workers only: how many of this pool's nodes a Talos upgrade may drain and reboot at once. Default 1; control planes are always upgraded one at a time."`
+}
+
+// MaxUnavailable is how many of the pool's nodes a Talos upgrade may take
+// down at once: max_unavailable, 1 when unset (the reference upgrades one
+// node at a time; kops' maxUnavailable and Omni's rolling parallelism let
+// an operator trade capacity for speed). A control-plane pool never sets it
+// (the loader refuses the key there), so it is always 1 for etcd's sake.
+func (p Pool) MaxUnavailable() int {
+	return max(p.MaxUnavailableNodes, 1)
 }
 
 // Tailscale is the tailscale section.

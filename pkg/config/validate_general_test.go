@@ -83,6 +83,14 @@ func TestValidate_GeneralAndPools(t *testing.T) {
 			config.Problems{inCluster("workers.worker.node", `workers.worker.node "pve9" is not one of proxmox.nodes (pve1 and pve2)`)},
 		},
 		{
+			"max_unavailable at least 1", only(edit(t, openstackBase, set("workers.worker.max_unavailable", "0"))), none,
+			config.Problems{inCluster("workers.worker.max_unavailable", "workers.worker.max_unavailable must be greater than 0, not 0")},
+		},
+		{
+			"max_unavailable refused on the control plane", only(edit(t, proxmoxBase, set("controlplane.max_unavailable", "1"))), none,
+			config.Problems{inCluster("controlplane.max_unavailable", "controlplane.max_unavailable is not allowed: control planes are always upgraded one at a time (etcd must keep its quorum); set max_unavailable on worker pools")},
+		},
+		{
 			"no provider", only(edit(t, openstackBase, del("openstack"))), none,
 			config.Problems{inCluster("", "exactly one of openstack and proxmox must be set")},
 		},
@@ -103,6 +111,38 @@ func TestValidate_GeneralAndPools(t *testing.T) {
 			config.Problems{inCluster("tags.a", "tags.a must be a string, number or boolean, not a mapping")},
 		},
 	})
+}
+
+// TestPool_MaxUnavailable: one node at a time unless a worker pool asks
+// for more; an explicit null is unset.
+func TestPool_MaxUnavailable(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		value string
+		want  int
+	}{
+		{"unset", "", 1},
+		{"null", "null", 1},
+		{"one", "1", 1},
+		{"ten", "10", 10},
+		{"a digit string", `"4"`, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			yaml := openstackBase
+			if tc.value != "" {
+				yaml = edit(t, openstackBase, set("workers.worker.max_unavailable", tc.value))
+			}
+			c := mustLoad(t, yaml)
+			if got := c.Workers[0].MaxUnavailable(); got != tc.want {
+				t.Errorf("workers.worker MaxUnavailable() = %d, want %d", got, tc.want)
+			}
+			if got := c.ControlPlane.MaxUnavailable(); got != 1 {
+				t.Errorf("controlplane MaxUnavailable() = %d, want 1", got)
+			}
+		})
+	}
 }
 
 func TestValidate_Versions(t *testing.T) {

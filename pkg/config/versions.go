@@ -94,6 +94,28 @@ func supportMatrix() []kubeSupport {
 	}
 }
 
+// KubernetesSupport returns the Kubernetes minors ("1.32", "1.37") that
+// Talos release t supports, per the support matrix; ok is false for a
+// Talos minor this talosc does not know. Messages that tell an operator
+// which Kubernetes to move to quote it.
+func KubernetesSupport(t Version) (oldest, newest string, ok bool) {
+	row, ok := supportOf(t)
+	if !ok {
+		return "", "", false
+	}
+	return fmt.Sprintf("1.%d", row.kubeMin), fmt.Sprintf("1.%d", row.kubeMax), true
+}
+
+// supportOf is the support-matrix row of Talos release t.
+func supportOf(t Version) (kubeSupport, bool) {
+	for _, row := range supportMatrix() {
+		if t.Major == 1 && row.talosMinor == t.Minor {
+			return row, true
+		}
+	}
+	return kubeSupport{}, false
+}
+
 // versions checks talos.version and kubernetes.version and normalises both
 // to a leading "v" (§2.2 rule 8, §2.3 general).
 func (v *validator) versions() {
@@ -116,14 +138,9 @@ func (v *validator) versions() {
 	if !kok {
 		return
 	}
-	for _, row := range m {
-		if row.talosMinor != tv.Minor {
-			continue
-		}
-		if kv.Major != 1 || kv.Minor < row.kubeMin || kv.Minor > row.kubeMax {
-			v.errf("kubernetes.version", "%s is not supported by Talos 1.%d (it supports Kubernetes 1.%d to 1.%d)",
-				kv, row.talosMinor, row.kubeMin, row.kubeMax)
-		}
+	if row, _ := supportOf(tv); kv.Major != 1 || kv.Minor < row.kubeMin || kv.Minor > row.kubeMax {
+		v.errf("kubernetes.version", "%s is not supported by Talos 1.%d (it supports Kubernetes 1.%d to 1.%d)",
+			kv, row.talosMinor, row.kubeMin, row.kubeMax)
 	}
 }
 

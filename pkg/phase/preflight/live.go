@@ -34,10 +34,19 @@ type live struct {
 	nodes []kube.Node
 	// kubeVersion is the API server's version when up.
 	kubeVersion string
-	// endpoint is talosconfig's recorded endpoint ("" without one);
-	// talosVersion what it runs when the cluster is up.
-	endpoint     string
-	talosVersion string
+	// endpoint is talosconfig's recorded endpoint ("" without one).
+	endpoint string
+	// talos is the Talos version every existing desired node runs (the
+	// endpoint's first) when the cluster is up.
+	talos []nodeVersion
+}
+
+// nodeVersion is the Talos version one node runs.
+type nodeVersion struct {
+	// host is the node's hostname, or talosconfig's endpoint when no
+	// desired machine has its address.
+	host    string
+	version string
 }
 
 // observe reads the running cluster. A cluster without a kubeconfig, or
@@ -76,10 +85,10 @@ func observe(ctx context.Context, in *phase.Input, inv *provider.Inventory) (*li
 	return l, l.talosNodes(ctx, in, inv)
 }
 
-// talosNodes reads the Talos version through talosconfig's endpoint and
-// checks that every existing desired node answers Talos (audit S1/S4:
-// a node that cannot be read cannot be kept in step with the cloud's
-// firewall or its configuration).
+// talosNodes reads the Talos version of talosconfig's endpoint and of
+// every existing desired node, which must all answer (audit S1/S4: a node
+// that cannot be read cannot be kept in step with the cloud's firewall or
+// its configuration; the version checks need every node's version).
 func (l *live) talosNodes(ctx context.Context, in *phase.Input, inv *provider.Inventory) error {
 	cfg := in.Config
 	if l.endpoint == "" {
@@ -98,56 +107,35 @@ func (l *live) talosNodes(ctx context.Context, in *phase.Input, inv *provider.In
 		return err
 	}
 	defer c.Close()
-	if l.talosVersion, err = c.Version(ctx, l.endpoint); err != nil {
+	endpoint := nodeVersion{host: l.endpoint}
+	if endpoint.version, err = c.Version(ctx, l.endpoint); err != nil {
 		return fmt.Errorf("the Talos API of %s (talosconfig's endpoint) does not answer (%w); refusing: the running Talos version and the nodes' state are unknown", l.endpoint, err)
 	}
-	var addrs, hosts []string
+	var addrs []string
+	var nodes []nodeVersion
 	for _, m := range cfg.Hostnames() {
-		if im, ok := inv.Find(m.Hostname); ok && im.Address.IsValid() && im.Address.String() != l.endpoint {
-			addrs, hosts = append(addrs, im.Address.String()), append(hosts, m.Hostname)
+		im, ok := inv.Find(m.Hostname)
+		switch {
+		case !ok || !im.Address.IsValid():
+		case im.Address.String() == l.endpoint:
+			endpoint.host = m.Hostname
+		default:
+			addrs, nodes = append(addrs, im.Address.String()), append(nodes, nodeVersion{host: m.Hostname})
 		}
 	}
 	var silent []string
-	for i, err := range provider.FanOut(ctx, len(addrs), func(ctx context.Context, i int) error {
-		_, err := c.Version(ctx, addrs[i])
+	for i, err := range provider.FanOut(ctx, len(addrs), func(ctx context.Context, i int) (err error) {
+		nodes[i].version, err = c.Version(ctx, addrs[i])
 		return err
 	}) {
 		if err != nil {
-			silent = append(silent, fmt.Sprintf("%s (%v)", hosts[i], err))
+			silent = append(silent, fmt.Sprintf("%s (%v)", nodes[i].host, err))
 		}
 	}
+	l.talos = append([]nodeVersion{endpoint}, nodes...)
 	if len(silent) > 0 {
 		return fmt.Errorf("%d existing node(s) do not answer the Talos API, so their state is unknown; refusing to change the cluster around them (bring them back, or remove them from cluster.yaml): %s",
 			len(silent), strings.Join(silent, "; "))
-	}
-	return nil
-}
-
-// checkVersions refuses pins other than what the cluster runs (I-11,
-// I-12); a cluster that is not up is not compared.
-func (l *live) checkVersions(cfg *config.Cluster) error {
-	if !l.up {
-		return nil
-	}
-	return errors.Join(
-		CompareVersion("kubernetes", cfg.Kubernetes.Version, l.kubeVersion),
-		CompareVersion("talos", cfg.Talos.Version, l.talosVersion),
-	)
-}
-
-// CompareVersion refuses a pin other than the running version: downgrades
-// are never supported (I-11, I-12), upgrades not by this build yet.
-func CompareVersion(key, pinned, running string) error {
-	p, err1 := config.ParseVersion(pinned)
-	v, err2 := config.ParseVersion(running)
-	if err1 != nil || err2 != nil {
-		return nil
-	}
-	switch c := p.Compare(v); {
-	case c < 0:
-		return fmt.Errorf("%s.version %s is older than the running %s; %s downgrades are not supported", key, pinned, running, key)
-	case c > 0:
-		return fmt.Errorf("%s.version %s is newer than the running %s; upgrades are not supported by this talosc build yet: revert %s.version to %s", key, pinned, running, key, running)
 	}
 	return nil
 }

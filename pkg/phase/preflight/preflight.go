@@ -3,8 +3,8 @@
 // I-S2, I-T1): the provider inventory, the changes the provider cannot make
 // to existing machines, a lost identity, the removals cluster.yaml asks for
 // (an even or zero control-plane count refused, a scale-down confirmed),
-// Talos or Kubernetes versions other than the running ones, Tailscale
-// toggles on a live cluster, and, on a live cluster, that every existing
+// Talos or Kubernetes downgrades and upgrades that cannot be reached from
+// what every node runs, Tailscale toggles on a live cluster, and, on a live cluster, that every existing
 // node answers (a node in an unknown state is never assumed safe to leave
 // behind). The first phase of a run (image, or net run alone) runs it and
 // records the fact in its section; the nodes phase then only reads the
