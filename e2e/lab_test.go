@@ -164,9 +164,14 @@ func (s *scriptLab) networks() (cluster, external string) {
 //	                             (talosctl get extensions through DIR's
 //	                             talosconfig; "schematic" left out) are
 //	                             exactly EXT...
+//	lab talos-versions DIR VERSION NAME...
+//	                             talosctl version -n NAME... through DIR's
+//	                             talosconfig answers VERSION on every node
+//	lab wait-talos DIR NAME VERSION
+//	                             waits (2 min) until NAME runs VERSION
 func cmdLab(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) == 0 || (neg && args[0] != "vm-config") {
-		ts.Fatalf("usage: lab up|follow|mark|mutations|owned|count|images|vms|isos|wait|token|task|tasks|faults|real-owned|real-images|sdn|vm-config|vm-pending|order|knob|volumes|etcd-members|kube-nodes|silence|inventory|cordon|vips|extensions ...")
+		ts.Fatalf("usage: lab up|follow|mark|mutations|owned|count|images|vms|isos|wait|token|task|tasks|faults|real-owned|real-images|sdn|vm-config|vm-pending|order|knob|volumes|etcd-members|kube-nodes|silence|inventory|cordon|vips|extensions|talos-versions|wait-talos ...")
 	}
 	s, _ := ts.Value(labKey{}).(*scriptLab)
 	switch args[0] {
@@ -268,6 +273,10 @@ func cmdLab(ts *testscript.TestScript, neg bool, args []string) {
 		s.ownedVIPs(ts, args[1:])
 	case "extensions":
 		s.extensions(ts, args[1:])
+	case "talos-versions":
+		s.talosVersions(ts, args[1:])
+	case "wait-talos":
+		s.waitTalos(ts, args[1:])
 	default:
 		ts.Fatalf("lab %s: unknown subcommand", args[0])
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/state"
 	"github.com/talosc/talosc/pkg/talos/factory"
+	"github.com/talosc/talosc/pkg/upgrade"
 )
 
 // The Talos upgrade's budgets (I-R4: the version is polled for up to 30
@@ -136,7 +137,7 @@ func (r *run) talosUpgrades() ([]talosUpgrade, error) {
 			continue // not created yet: it boots at the pin
 		}
 		ref, id := installerOf(installers, m.Pool)
-		need, reason, err := config.NeedsTalosUpgrade(cur.talos, r.cfg.Talos.Version, cur.schematic, id)
+		need, reason, err := upgrade.NeedsTalosUpgrade(cur.talos, r.cfg.Talos.Version, cur.schematic, id)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", m.Hostname, err)
 		}

@@ -186,7 +186,7 @@ func TestTalosUpgradeOneAtATime(t *testing.T) {
 func TestTalosUpgradeWorkersMaxUnavailable(t *testing.T) {
 	t.Parallel()
 	r, f := upgradeRun(t, false, map[string]string{"t-controlplane-01": "v1.14.1", "t-controlplane-02": "v1.14.1", "t-controlplane-03": "v1.14.1"})
-	r.cfg.Workers[0].MaxUnavailable = 2
+	r.cfg.Workers[0].MaxUnavailableNodes = 2
 	if err := r.execute(t.Context(), upgradeRollout(), upgradeOps(r)); err != nil {
 		t.Fatal(err)
 	}
