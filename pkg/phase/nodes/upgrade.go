@@ -228,7 +228,7 @@ func (r *run) talosUpgradeOp(u talosUpgrade) op {
 // upgradeDetail says what a node's upgrade changes.
 func upgradeDetail(u talosUpgrade) string {
 	if u.from.talos == u.to {
-		return fmt.Sprintf("reinstall %s (%s)", u.installer, u.reason)
+		return fmt.Sprintf("reinstall onto %s: %s", u.installer, u.reason)
 	}
 	return fmt.Sprintf("upgrade %s -> %s, installer %s", u.from.talos, u.to, u.installer)
 }
