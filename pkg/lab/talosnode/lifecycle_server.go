@@ -44,7 +44,7 @@ func containerdStore(in *common.ContainerdInstance) (imageStore, error) {
 	default:
 		return imageStore{}, status.Errorf(codes.InvalidArgument, "invalid containerd driver %s", st.driver)
 	}
-	switch st.namespace { //nolint:exhaustive // Talos's helper knows these two
+	switch st.namespace {
 	case common.ContainerdNamespace_NS_CRI, common.ContainerdNamespace_NS_SYSTEM:
 	default:
 		return imageStore{}, status.Errorf(codes.InvalidArgument, "invalid containerd namespace %s", st.namespace)
@@ -97,7 +97,7 @@ func (s *imageServer) Pull(in *machine.ImageServicePullRequest, srv grpc.ServerS
 // ImagePull is MachineService's older image pull, always into the CRI's
 // containerd.
 func (s *machineServer) ImagePull(_ context.Context, in *machine.ImagePullRequest) (*machine.ImagePullResponse, error) {
-	switch in.GetNamespace() { //nolint:exhaustive // as machined's containerdNamespaceHelper
+	switch in.GetNamespace() {
 	case common.ContainerdNamespace_NS_CRI, common.ContainerdNamespace_NS_SYSTEM:
 	default:
 		return nil, status.Errorf(codes.InvalidArgument, "invalid namespace %s", in.GetNamespace())
