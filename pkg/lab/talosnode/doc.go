@@ -38,8 +38,8 @@
 //   - apid's proxying: the "node" metadata forwards a call to another node
 //     of the fleet, "nodes" aggregates one message per node with its
 //     metadata (hostname, or the error of an unreachable node).
-//   - MachineService: Version (the tag of the installer image the node
-//     runs), ApplyConfiguration (AUTO/NO_REBOOT/STAGED/TRY, dry-run diffs;
+//   - MachineService: Version (the tag of the Talos the node runs: its
+//     installer's, or its disk image's), ApplyConfiguration (AUTO/NO_REBOOT/STAGED/TRY, dry-run diffs;
 //     Talos ≥ 1.14 never reboots, Talos ≤ 1.13 reboots for changes its
 //     CanApplyImmediate rule refuses and still knows REBOOT), Bootstrap
 //     ("bootstrap is not available yet" until the services are up,
@@ -65,9 +65,11 @@
 //     ClusterService's server-side HealthCheck with Talos's conditions and
 //     progress lines (the Kubernetes conditions are asked of a KubeAPI the
 //     lab plugs in).
-//   - COSI state (read-only): runtime MachineStatus, ExtensionStatus (the
-//     installer schematic's extensions and the Image Factory "schematic"
-//     extension), ImageFactorySchematic and BootID (Talos ≥ 1.14), cluster Member
+//   - COSI state (read-only): runtime MachineStatus (ready once the CRI,
+//     the kubelet and a control plane's etcd run), ExtensionStatus (the
+//     running image's schematic's extensions and the Image Factory
+//     "schematic" extension), ImageFactorySchematic and BootID (Talos ≥
+//     1.14), cluster Member
 //     for every discovery member and config MachineConfig "v1alpha1" (the
 //     active configuration as delivered or applied; sensitive, so os:admin
 //     only); and in the "meta" namespace the ResourceDefinitions of those
@@ -97,7 +99,9 @@
 //     that changes the KubeletSpec restarts the kubelet: its Service goes
 //     away and comes back after Timing.KubeletRestart, and only then does
 //     NodeStatus.KubeletVersion follow. NodeStatus.StaticPods is what the
-//     lab's mirror pods show.
+//     lab's mirror pods show. Their ResourceDefinitions (KubeletSpec and
+//     APIServerConfig sensitive, os:admin only) and the k8s and
+//     controlplane Namespaces are in "meta" too.
 //
 // Faults: every call is recorded in a labnet.Recorder ("talos", method
 // "grpc" or "grpc-read", path "<gRPC method>?node=<address>", status =
@@ -127,9 +131,10 @@
 // leave (a refused removal fails at once); the upgrade mutex; disk
 // layouts (reset wipe modes and partition lists are accepted but the
 // whole node is wiped, so the install that follows runs the
-// configuration's installer, also on a node that booted a disk image); config validation against runtime state beyond
-// machinery's own; other events, logs, dmesg, files, services beyond the
-// listed ones; apid-to-apid TLS (forwarding is in-process, so a forwarded call is
+// configuration's installer, also on a node that booted a disk image);
+// config validation against runtime state beyond machinery's own; other
+// events, logs, dmesg, files, services beyond the listed ones;
+// apid-to-apid TLS (forwarding is in-process, so a forwarded call is
 // authorized once, at the entry node); a second bootstrap of an already
 // bootstrapped cluster does not build a second etcd, it is only recorded
 // (Cluster.DoubleBootstrapped). Streams aggregated over "nodes" answer one

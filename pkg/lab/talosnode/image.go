@@ -8,13 +8,14 @@ import (
 	"strings"
 )
 
-// Image is what the lab reads from an installer image reference: the Talos
-// version it installs (the tag), the Image Factory schematic (the last path
-// element of factory images, when it is a schematic id) and the platform
-// ("nocloud" from factory.talos.dev/nocloud-installer/…; "metal" for the
-// generic ghcr.io/siderolabs/installer).
+// Image is a Talos a node runs, as the lab reads it from an installer
+// image reference (ParseImage) or a cloud knows it of a disk image
+// (DiskImage): the Talos version (the tag), the Image Factory schematic
+// (the last path element of factory images, when it is a schematic id) and
+// the platform ("nocloud" from factory.talos.dev/nocloud-installer/…;
+// "metal" for the generic ghcr.io/siderolabs/installer).
 type Image struct {
-	// Ref is the reference as given.
+	// Ref is the reference as given (a disk image's: where it came from).
 	Ref string
 	// Version is the tag ("v1.14.1").
 	Version string

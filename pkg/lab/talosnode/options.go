@@ -100,7 +100,9 @@ type Knobs struct {
 	// it go on to the end.
 	ResetHangs bool `json:"resetHangs,omitempty"`
 	// RebootHangs makes every reboot Talos itself runs never end: a Reboot
-	// call, an apply that reboots (Talos ≤ 1.13), an upgrade's reboot, the
+	// call (the one a client makes after a LifecycleService install
+	// included: a control plane that never comes back from its upgrade),
+	// an apply that reboots (Talos ≤ 1.13), a legacy upgrade's reboot, the
 	// install from maintenance mode. apid goes down and stays down; the VM
 	// runs. A provider restart or power cycle boots the node normally;
 	// clearing the knob lets the hung reboot finish.
