@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -223,8 +224,8 @@ func TestControlPlaneResources(t *testing.T) {
 			}
 			ev := <-watch
 			v1 := ev.Resource.Metadata().Version().String()
-			if ev.Type != state.Updated || v1 != fmt.Sprint(ev.Resource.Metadata().Version().Value()) || v1 == v0 {
-				t.Fatalf("watch event after the patch: %v at %s, want Updated past %s", ev.Type, v1, v0)
+			if ev.Type != state.Updated || ev.Resource.Metadata().Version().Value() != mustUint(t, v0)+1 {
+				t.Fatalf("watch event after the patch: %v at %s, want Updated once past %s", ev.Type, v1, v0)
 			}
 			if pod, _ := staticPodOf(n.Status(), k8s.APIServerID); pod.Image != nextAPIServer || pod.ConfigVersion != v1 {
 				t.Errorf("status static pod after the patch %+v, want %s at %s", pod, nextAPIServer, v1)
@@ -252,6 +253,16 @@ func TestControlPlaneResources(t *testing.T) {
 			}
 		})
 	}
+}
+
+// mustUint parses a resource version.
+func mustUint(t *testing.T, v string) uint64 {
+	t.Helper()
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // extraArgsPatch gives the kube-apiserver an extra flag (a document of the
