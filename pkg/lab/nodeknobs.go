@@ -33,11 +33,12 @@ func (nk *nodeKnobs) set(addr netip.Addr, k talosnode.Knobs, pending bool) (now,
 	return false, pending
 }
 
-// boot boots a node at addr from config with the knobs waiting for it.
-func (nk *nodeKnobs) boot(addr netip.Addr, config []byte) error {
+// boot boots a node at addr from config with the knobs waiting for it;
+// opts say how the cloud starts it (talosnode.DiskImage).
+func (nk *nodeKnobs) boot(addr netip.Addr, config []byte, opts ...talosnode.VMOption) error {
 	nk.mu.Lock()
 	defer nk.mu.Unlock()
-	if _, err := nk.fleet.Boot(addr, config, nk.pending[addr]); err != nil {
+	if _, err := nk.fleet.Boot(addr, config, nk.pending[addr], opts...); err != nil {
 		return err
 	}
 	delete(nk.pending, addr)

@@ -1,15 +1,24 @@
 package lab
 
 import (
+	"bytes"
 	"cmp"
+	"crypto/sha512"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
+	"github.com/ulikunitz/xz"
+
 	"github.com/talosc/talosc/pkg/lab/openstack"
+	"github.com/talosc/talosc/pkg/lab/talosnode"
 )
 
 // startOpenStack runs the simulated OpenStack and boots a Talos node for
@@ -40,7 +49,7 @@ func (l *Lab) onOpenStack(ev openstack.Event) {
 			l.logf("openstack: server %s has no loopback fixed address; no Talos node boots", ev.Server.Name)
 			return
 		}
-		_ = l.bootServer(ev.Server.Name, addr, ev.UserData)
+		_ = l.bootServer(ev.Server.Name, addr, ev.UserData, l.serverDisk(ev.Server)...)
 	case openstack.ServerDeleted, openstack.ServerError:
 		if addr, ok := serverAddress(ev); ok {
 			l.destroyNode(addr)
@@ -60,11 +69,58 @@ func (l *Lab) onOpenStack(ev openstack.Event) {
 }
 
 // bootServer boots the Talos node of an ACTIVE server on addr from its
-// user_data; both the simulated OpenStack and a followed real one use it.
-func (l *Lab) bootServer(name string, addr netip.Addr, userData []byte) error {
-	if err := l.nodeKnobs.boot(addr, userData); err != nil {
+// user_data; both the simulated OpenStack and a followed real one use it
+// (a followed server's disk is not known: its node runs its config's
+// installer).
+func (l *Lab) bootServer(name string, addr netip.Addr, userData []byte, disk ...talosnode.VMOption) error {
+	if err := l.nodeKnobs.boot(addr, userData, disk...); err != nil {
 		l.logf("openstack: boot %s on %s: %v", name, addr, err)
 		return err
+	}
+	return nil
+}
+
+// openStackArtifact is the Image Factory artifact an OpenStack boot image
+// is made from.
+const openStackArtifact = "openstack-amd64.raw.xz"
+
+// serverDisk is the Talos a server boots from: the Image Factory artifact
+// its Glance image (or its boot volume's) holds, recognised by the image's
+// sha512 (of the artifact as served, or decompressed as talosc uploads
+// it) among the lab factory's schematics and versions. None for an image
+// the lab's factory did not make: the node then runs its config's
+// installer.
+func (l *Lab) serverDisk(srv *openstack.Server) []talosnode.VMOption {
+	inv := l.OpenStack.Inventory()
+	imageID := srv.ImageID
+	for _, v := range inv.Volumes {
+		if imageID == "" && v.Bootable && slices.ContainsFunc(srv.Volumes, func(a openstack.AttachedVolume) bool { return a.ID == v.ID }) {
+			imageID = v.ImageID
+		}
+	}
+	i := slices.IndexFunc(inv.Images, func(img openstack.Image) bool { return img.ID == imageID })
+	if i < 0 || inv.Images[i].HashAlgo != "sha512" {
+		return nil
+	}
+	sum := func(b []byte) string { s := sha512.Sum512(b); return hex.EncodeToString(s[:]) }
+	for id := range l.Factory.Schematics() {
+		for _, version := range l.opts.TalosVersions {
+			data, ok := l.Factory.Artifact(id, version, openStackArtifact)
+			if !ok {
+				continue
+			}
+			raw, err := xz.NewReader(bytes.NewReader(data))
+			if err != nil {
+				continue
+			}
+			plain, err := io.ReadAll(raw)
+			if want := inv.Images[i].HashValue; err == nil && (sum(plain) == want || sum(data) == want) {
+				return []talosnode.VMOption{talosnode.DiskImage(talosnode.Image{
+					Ref:     l.Factory.URL + "/image/" + id + "/" + version + "/" + openStackArtifact,
+					Version: version, Schematic: id, Platform: "openstack", Factory: strings.TrimPrefix(l.Factory.URL, "http://"),
+				})}
+			}
+		}
 	}
 	return nil
 }

@@ -200,7 +200,8 @@ func canApplyImmediate(current, next *machineConfig) error {
 	return fmt.Errorf("this config change can't be applied in immediate mode\ndiff:\n%s", diff)
 }
 
-// applyLive makes mc the running configuration.
+// applyLive makes mc the running configuration: the kubelet restarts if
+// its spec changed, and the lab's Kubernetes hears of it (EventConfig).
 func (n *Node) applyLive(mc *machineConfig) {
 	f := n.fleet
 	f.mu.Lock()
@@ -211,9 +212,11 @@ func (n *Node) applyLive(mc *machineConfig) {
 		old.forget(n)
 		n.cluster.register(n)
 	}
+	n.restartKubelet()
+	n.kubeSeen = "" // the sync below reports the apply, changed or not
+	c := n.cluster
 	f.mu.Unlock()
-	f.emit(EventConfig, n)
-	n.changed(n.Cluster())
+	n.changed(c)
 }
 
 // revertAfter puts back the configuration a TRY apply replaced, unless

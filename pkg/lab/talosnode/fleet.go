@@ -56,9 +56,10 @@ var ErrClosed = errors.New("talos fleet is closed")
 // it on: apid listens on addr:50000 after Timing.Boot. An empty config boots
 // into maintenance mode. The config stays the node's platform user data
 // (see Node.SetUserData): a node wiped by a reset takes it again at its
-// next boot, as Talos does. knobs are the node's scripted faults.
-func (f *Fleet) Boot(addr netip.Addr, config []byte, knobs Knobs) (*Node, error) {
-	n, err := f.Create(addr, config, knobs)
+// next boot, as Talos does. knobs are the node's scripted faults; opts say
+// how the cloud starts the VM (DiskImage).
+func (f *Fleet) Boot(addr netip.Addr, config []byte, knobs Knobs, opts ...VMOption) (*Node, error) {
+	n, err := f.Create(addr, config, knobs, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -66,8 +67,33 @@ func (f *Fleet) Boot(addr netip.Addr, config []byte, knobs Knobs) (*Node, error)
 	return n, nil
 }
 
+// VMOption is how a cloud starts a VM, beyond its configuration.
+type VMOption func(*vmOptions)
+
+// vmOptions are the VMOptions given.
+type vmOptions struct {
+	// disk is the Talos the VM's disk holds; nil: the VM boots install
+	// media.
+	disk *Image
+}
+
+// DiskImage makes the VM boot from a disk that already holds Talos, as an
+// OpenStack server boots from its Glance image: the fresh node runs that
+// image's Talos version and schematic whatever its configuration's install
+// image says, until an upgrade installs another (or a reset wipes the disk
+// and an install runs the configuration's installer). Without it the VM
+// boots install media (Proxmox's ISO of the node's own schematic) and
+// installs its configuration's installer.
+func DiskImage(img Image) VMOption {
+	return func(o *vmOptions) { o.disk = &img }
+}
+
 // Create creates a powered-off node (see Boot).
-func (f *Fleet) Create(addr netip.Addr, config []byte, knobs Knobs) (*Node, error) {
+func (f *Fleet) Create(addr netip.Addr, config []byte, knobs Knobs, opts ...VMOption) (*Node, error) {
+	var vm vmOptions
+	for _, o := range opts {
+		o(&vm)
+	}
 	if err := labnet.CheckLoopback(addr.String()); err != nil {
 		return nil, fmt.Errorf("talos node: %w", err)
 	}
@@ -91,6 +117,9 @@ func (f *Fleet) Create(addr netip.Addr, config []byte, knobs Knobs) (*Node, erro
 	if mc != nil {
 		n.userData = mc
 		n.install(mc)
+	}
+	if vm.disk != nil {
+		n.image = *vm.disk // it runs from the disk: nothing was installed
 	}
 	return n, nil
 }

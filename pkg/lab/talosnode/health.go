@@ -208,11 +208,10 @@ func (n *Node) serviceCheck(service string) func(context.Context, []healthTarget
 			if !n.reachable(t) {
 				return unreachable(fmt.Sprintf("service info for service %q", service), t)
 			}
-			if service != "etcd" {
-				continue
-			}
-			info := t.node.etcdState()
+			info, ok := t.node.serviceOf(service)
 			switch {
+			case !ok:
+				errs = append(errs, fmt.Errorf("%s: service %q not found", t.Address, service))
 			case info.state != "Running":
 				errs = append(errs, fmt.Errorf("%s: service %q not in expected state %q: current state [%s] %s", t.Address, service, "Running", info.state, info.msg))
 			case !info.healthy:

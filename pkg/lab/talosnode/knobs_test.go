@@ -27,6 +27,7 @@ func TestKnobsJSON(t *testing.T) {
 		`{"rebootDown":5000000000}`:                                  {RebootDown: 5 * time.Second},
 		`{"neverBoots":true}`:                                        {NeverBoots: true},
 		`{"resetHangs":true,"rebootHangs":true,"drainBlocked":true}`: {ResetHangs: true, RebootHangs: true, DrainBlocked: true},
+		`{"installFails":"no space left","bootsOldVersion":true}`:    {InstallFails: "no space left", BootsOldVersion: true},
 	} {
 		var got talosnode.Knobs
 		if err := json.Unmarshal([]byte(in), &got); err != nil || got != want {

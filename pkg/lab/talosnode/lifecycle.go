@@ -64,6 +64,7 @@ func (n *Node) down(stage runtime.MachineStage) {
 	n.gen++
 	n.osUp, n.apiUp, n.servicesUp, n.rebooting = false, false, false, false
 	n.hungReset, n.hungBoot = nil, 0
+	n.kubelet, n.staticPods = kubeletRun{}, nil
 	n.stage = stage
 	if n.cluster != nil {
 		n.cluster.etcd.elect()
@@ -123,7 +124,10 @@ func (n *Node) bootDone(g uint64) {
 		n.install(n.userData)
 	}
 	if n.pending != nil {
-		n.image, n.pending = *n.pending, nil
+		if !n.knobs.BootsOldVersion {
+			n.image = *n.pending
+		}
+		n.pending = nil
 	}
 	mc, host := n.cfg, n.hostname()
 	f.mu.Unlock()
@@ -156,6 +160,10 @@ func (n *Node) bootDone(g uint64) {
 		n.osUp, n.stage = true, runtime.MachineStageRunning
 		c.register(n)
 		c.etcd.elect()
+		// the kubelet starts with this configuration; the boot's own event
+		// carries the node's Kubernetes side
+		n.kubelet = kubeletRun{spec: renderKubelet(n.cfg, n.hostname(), n.addr)}
+		n.kubeSeen = n.statusLocked().kubeFacing()
 	}
 	services := f.timing.Services
 	f.mu.Unlock()
@@ -182,7 +190,9 @@ func (n *Node) servicesDone(g uint64) {
 	if n.cfg.controlPlane() && n.cluster.etcd.bootstrapped && !n.etcdData {
 		n.joinEtcd()
 	}
+	c := n.cluster
 	f.mu.Unlock()
+	n.changed(c)
 }
 
 // joinEtcd adds the node to etcd as an unstarted learner, then starts and

@@ -15,7 +15,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/emptypb"
-	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
 // machineServer is a node's MachineService.
@@ -78,52 +77,6 @@ func platformMode(platform string) string {
 	default:
 		return "cloud"
 	}
-}
-
-// ServiceList lists the node's system services.
-func (s *machineServer) ServiceList(context.Context, *emptypb.Empty) (*machine.ServiceListResponse, error) {
-	n := s.node
-	n.fleet.mu.Lock()
-	defer n.fleet.mu.Unlock()
-	now := timestamppb.New(time.Now())
-	svc := func(id, state, msg string, healthy bool) *machine.ServiceInfo {
-		return &machine.ServiceInfo{
-			Id: id, State: state,
-			Events: &machine.ServiceEvents{Events: []*machine.ServiceEvent{{Msg: msg, State: state, Ts: now}}},
-			Health: &machine.ServiceHealth{Healthy: healthy, LastMessage: msg, LastChange: now},
-		}
-	}
-	list := []*machine.ServiceInfo{
-		svc("apid", "Running", "Health check successful", true),
-		svc("containerd", "Running", "Health check successful", true),
-	}
-	if n.cfg != nil {
-		cri := svc("cri", "Running", "Health check successful", true)
-		if !n.servicesUp {
-			cri = svc("cri", "Preparing", "Running pre state", false)
-		}
-		list = append(list, cri)
-		if n.cfg.controlPlane() {
-			es := n.etcdState()
-			list = append(list, svc("etcd", es.state, es.msg, es.healthy))
-		}
-		list = append(list,
-			svc("kubelet", "Running", "Health check successful", true),
-			svc("machined", "Running", "Health check successful", true))
-		if n.cfg.controlPlane() {
-			list = append(list, svc("trustd", "Running", "Health check successful", true))
-		}
-	} else {
-		list = append(list, svc("machined", "Running", "Health check successful", true))
-	}
-	list = append(list, svc("udevd", "Running", "Health check successful", true))
-	return &machine.ServiceListResponse{Messages: []*machine.ServiceList{{Services: list}}}, nil
-}
-
-// serviceState is a service's state, last message and health.
-type serviceState struct {
-	state, msg string
-	healthy    bool
 }
 
 // etcdState is the etcd service as a control plane reports it; f.mu held.
@@ -201,16 +154,24 @@ func (s *machineServer) Upgrade(_ context.Context, in *machine.UpgradeRequest) (
 	return &machine.UpgradeResponse{Messages: []*machine.Upgrade{{Ack: "Upgrade request received", ActorId: actorID()}}}, nil
 }
 
-// pullInstaller "pulls" an installer image: it must have a release tag and,
-// for an Image Factory image, a schematic the factory knows.
+// noInstaller is how running /bin/installer fails in an image that is not
+// an installer.
+const noInstaller = `exec: "/bin/installer": stat /bin/installer: no such file or directory`
+
+// pullInstaller "pulls" an installer image: it must be an installer, with
+// a release tag and, for an Image Factory image, a schematic the factory
+// knows.
 func (n *Node) pullInstaller(ref string) (Image, error) {
+	if !isInstaller(ref) {
+		return Image{}, fmt.Errorf("failed to create task: %s", noInstaller)
+	}
 	img, err := ParseImage(ref)
 	if err != nil {
 		return Image{}, fmt.Errorf("failed to pull image: %w", err)
 	}
 	if img.Schematic != "" && n.fleet.opts.Schematics != nil {
 		if _, ok := n.fleet.opts.Schematics(img.Schematic); !ok {
-			return Image{}, fmt.Errorf("failed to pull image %q: %s: not found", ref, strings.TrimSuffix(ref, ":"+img.Version))
+			return Image{}, fmt.Errorf("failed to pull image %q: %s: %w", ref, strings.TrimSuffix(ref, ":"+img.Version), errImageNotFound)
 		}
 	}
 	return img, nil

@@ -1,6 +1,7 @@
 package talosnode
 
 import (
+	"cmp"
 	"encoding/base32"
 	"errors"
 	"fmt"
@@ -56,7 +57,7 @@ type Node struct {
 	etcdData   bool
 	etcdMember *etcdMember
 	// pulled are the images pulled into containerd.
-	pulled map[string]Image
+	pulled map[pullKey]pulledImage
 	// installing: a LifecycleService install runs.
 	installing bool
 	// rebooting refuses further applies (Talos ≤ 1.13 after a REBOOT apply).
@@ -73,6 +74,14 @@ type Node struct {
 	// hungBoot is the boot generation whose reboot Knobs.RebootHangs
 	// holds (0: none).
 	hungBoot uint64
+	// kubelet is the kubelet of this boot.
+	kubelet kubeletRun
+	// staticPods are the control-plane static pods the kubelet runs, as
+	// last published.
+	staticPods []StaticPod
+	// kubeSeen is the Kubernetes side of the node the last event carried
+	// (see NodeStatus.kubeFacing).
+	kubeSeen string
 
 	srvMu sync.Mutex
 	srv   *grpc.Server
@@ -94,10 +103,16 @@ func newNode(f *Fleet, addr netip.Addr, knobs Knobs) *Node {
 	return n
 }
 
-// install makes mc the node's configuration (a fresh install); f.mu held.
+// install makes mc the node's configuration in a fresh install, which
+// runs its installer; f.mu held.
 func (n *Node) install(mc *machineConfig) {
-	n.cfg, n.staged, n.pending = mc, nil, nil
+	n.configure(mc)
 	n.image = mc.installer
+}
+
+// configure makes mc the node's configuration; f.mu held.
+func (n *Node) configure(mc *machineConfig) {
+	n.cfg, n.staged, n.pending = mc, nil, nil
 	n.cluster = n.fleet.clusterFor(mc)
 }
 
@@ -142,17 +157,19 @@ func (n *Node) etcdRunning() bool {
 
 // NodeStatus is a snapshot of a node.
 type NodeStatus struct {
-	Address        netip.Addr        `json:"address"`
-	Hostname       string            `json:"hostname"`
-	Cluster        string            `json:"cluster,omitempty"`
-	ControlPlane   bool              `json:"controlPlane"`
-	Powered        bool              `json:"powered"`
-	APIUp          bool              `json:"apiUp"`
-	Maintenance    bool              `json:"maintenance"`
-	Stage          string            `json:"stage"`
-	Version        string            `json:"version,omitempty"`
-	Schematic      string            `json:"schematic,omitempty"`
-	Platform       string            `json:"platform,omitempty"`
+	Address      netip.Addr `json:"address"`
+	Hostname     string     `json:"hostname"`
+	Cluster      string     `json:"cluster,omitempty"`
+	ControlPlane bool       `json:"controlPlane"`
+	Powered      bool       `json:"powered"`
+	APIUp        bool       `json:"apiUp"`
+	Maintenance  bool       `json:"maintenance"`
+	Stage        string     `json:"stage"`
+	Version      string     `json:"version,omitempty"`
+	Schematic    string     `json:"schematic,omitempty"`
+	Platform     string     `json:"platform,omitempty"`
+	// KubeletVersion is the tag of the kubelet image the node runs: its
+	// configuration's at boot, a live apply's once the kubelet restarted.
 	KubeletVersion string            `json:"kubeletVersion,omitempty"`
 	Labels         map[string]string `json:"labels,omitempty"`
 	Taints         map[string]string `json:"taints,omitempty"`
@@ -164,8 +181,31 @@ type NodeStatus struct {
 	// VIPs are the virtual IPs the configuration lets the node hold
 	// (Layer2VIPConfig); which node holds one is the lab's business.
 	VIPs []netip.Addr `json:"vips,omitempty"`
+	// StaticPods are the control-plane static pods the kubelet runs (a
+	// control plane's, while its etcd is healthy): what the mirror pods in
+	// kube-system show.
+	StaticPods []StaticPod `json:"staticPods,omitempty"`
 	// Knobs are the node's scripted faults.
 	Knobs Knobs `json:"knobs,omitzero"`
+}
+
+// StaticPod is a control-plane static pod as its mirror pod shows it.
+type StaticPod struct {
+	// Component is "kube-apiserver", "kube-controller-manager" or
+	// "kube-scheduler".
+	Component string `json:"component"`
+	// Image is its container image.
+	Image string `json:"image"`
+	// ConfigVersion is the talos.dev/config-version annotation: the
+	// version of the config resource the pod was rendered from (final-<component>
+	// on Talos ≥ 1.14, <component> before), as a decimal string.
+	ConfigVersion string `json:"configVersion"`
+}
+
+// kubeFacing is what the lab's Kubernetes mirrors of a node (its Node
+// object and mirror pods); a change while the node runs is an EventConfig.
+func (s NodeStatus) kubeFacing() string {
+	return fmt.Sprint(s.KubeletVersion, s.Labels, s.Taints, s.StaticPods)
 }
 
 // Status returns a snapshot of the node.
@@ -184,9 +224,12 @@ func (n *Node) statusLocked() NodeStatus {
 	}
 	if n.cfg != nil {
 		s.Cluster, s.ControlPlane = n.cfg.clusterName, n.cfg.controlPlane()
-		s.KubeletVersion = n.cfg.kubeletVersion()
+		s.KubeletVersion = imageTag(cmp.Or(n.kubelet.spec.Image, n.cfg.kubeletImage))
 		s.Labels, s.Taints = maps.Clone(n.cfg.labels), maps.Clone(n.cfg.taints)
 		s.VIPs = slices.Clone(n.cfg.vips)
+	}
+	if n.osUp {
+		s.StaticPods = slices.Clone(n.staticPods)
 	}
 	if n.etcdMember != nil && n.cluster != nil && n.cluster.etcd.member(n.etcdMember.id) != nil {
 		s.EtcdMember = n.etcdMember.id

@@ -127,12 +127,10 @@ func (mc *machineConfig) controlPlane() bool {
 	return mc.machineType.IsControlPlane()
 }
 
-// kubeletVersion is the kubelet image tag ("v1.36.1").
-func (mc *machineConfig) kubeletVersion() string {
-	_, tag, ok := cutTag(mc.kubeletImage)
-	if !ok {
-		return ""
-	}
+// imageTag is an image reference's tag ("v1.36.1"), "" without one.
+func imageTag(ref string) string {
+	name, _, _ := strings.Cut(ref, "@")
+	_, tag, _ := cutTag(name)
 	return tag
 }
 

@@ -29,6 +29,9 @@ type Timing struct {
 	RebootDown time.Duration
 	// Install is how long an upgrade spends installing before its reboot.
 	Install time.Duration
+	// KubeletRestart is how long the kubelet takes to come back after a
+	// live apply changed its spec.
+	KubeletRestart time.Duration
 	// Reset is how long a reset spends wiping before the node stops.
 	Reset time.Duration
 	// HealthPoll is the polling interval of the server-side health checks.
@@ -38,13 +41,14 @@ type Timing struct {
 // DefaultTiming is a lab that feels like a fast cloud.
 func DefaultTiming() Timing {
 	return Timing{
-		Boot:       2 * time.Second,
-		Services:   500 * time.Millisecond,
-		EtcdJoin:   500 * time.Millisecond,
-		RebootDown: 2 * time.Second,
-		Install:    time.Second,
-		Reset:      500 * time.Millisecond,
-		HealthPoll: 200 * time.Millisecond,
+		Boot:           2 * time.Second,
+		Services:       500 * time.Millisecond,
+		EtcdJoin:       500 * time.Millisecond,
+		RebootDown:     2 * time.Second,
+		Install:        time.Second,
+		KubeletRestart: 500 * time.Millisecond,
+		Reset:          500 * time.Millisecond,
+		HealthPoll:     200 * time.Millisecond,
 	}
 }
 
@@ -61,6 +65,7 @@ func (t Timing) withDefaults() Timing {
 	fill(&t.EtcdJoin, d.EtcdJoin)
 	fill(&t.RebootDown, d.RebootDown)
 	fill(&t.Install, d.Install)
+	fill(&t.KubeletRestart, d.KubeletRestart)
 	fill(&t.Reset, d.Reset)
 	fill(&t.HealthPoll, d.HealthPoll)
 	return t
@@ -95,7 +100,9 @@ type Knobs struct {
 	// it go on to the end.
 	ResetHangs bool `json:"resetHangs,omitempty"`
 	// RebootHangs makes every reboot Talos itself runs never end: a Reboot
-	// call, an apply that reboots (Talos ≤ 1.13), an upgrade's reboot, the
+	// call (the one a client makes after a LifecycleService install
+	// included: a control plane that never comes back from its upgrade),
+	// an apply that reboots (Talos ≤ 1.13), a legacy upgrade's reboot, the
 	// install from maintenance mode. apid goes down and stays down; the VM
 	// runs. A provider restart or power cycle boots the node normally;
 	// clearing the knob lets the hung reboot finish.
@@ -106,6 +113,18 @@ type Knobs struct {
 	// eviction of it answers 429 and a drain never finishes; clearing it
 	// lets the budget allow one.
 	DrainBlocked bool `json:"drainBlocked,omitempty"`
+	// InstallFails makes the installer of every LifecycleService.Upgrade
+	// fail with this message: the stream carries it and ends with exit code
+	// 1 (not a gRPC error, as on Talos), nothing is installed and the node
+	// keeps its image, also after a reboot. The legacy MachineService.Upgrade
+	// does not run it.
+	InstallFails string `json:"installFails,omitempty"`
+	// BootsOldVersion makes every upgrade roll back at its reboot, as
+	// Talos's A/B boot does when the new image does not come up: the
+	// upgrade installs (exit code 0), but the node boots its old Talos
+	// version and schematic again and the installed image is dropped. Both
+	// upgrade paths.
+	BootsOldVersion bool `json:"bootsOldVersion,omitempty"`
 }
 
 // knobsJSON is Knobs on the wire.
@@ -222,7 +241,10 @@ const (
 	EventDown EventKind = "down"
 	// EventReset: the node was wiped.
 	EventReset EventKind = "reset"
-	// EventConfig: a configuration was applied without a reboot.
+	// EventConfig: the Kubernetes side of a running node changed: a
+	// configuration was applied without a reboot (every live apply sends
+	// one), or its kubelet restarted onto a new image, or its control-plane
+	// static pods came, went or changed (NodeStatus.StaticPods).
 	EventConfig EventKind = "config"
 )
 

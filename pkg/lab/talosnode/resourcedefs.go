@@ -7,7 +7,9 @@ import (
 	"github.com/cosi-project/runtime/pkg/resource/meta"
 	"github.com/siderolabs/talos/pkg/machinery/resources/cluster"
 	configres "github.com/siderolabs/talos/pkg/machinery/resources/config"
+	"github.com/siderolabs/talos/pkg/machinery/resources/k8s"
 	"github.com/siderolabs/talos/pkg/machinery/resources/runtime"
+	"github.com/siderolabs/talos/pkg/machinery/resources/v1alpha1"
 )
 
 // servedType is a resource type a node serves and the Talos version that
@@ -32,6 +34,14 @@ func servedTypes() []servedType {
 		{def: &runtime.MachineStatus{}},
 		{def: &runtime.ImageFactorySchematic{}, since114: true},
 		{def: &runtime.BootID{}, since114: true},
+		{def: &v1alpha1.Service{}},
+		{def: &k8s.KubeletSpec{}},
+		{def: &k8s.APIServerConfig{}},
+		{def: &k8s.ControllerManagerConfig{}},
+		{def: &k8s.SchedulerConfig{}},
+		{def: &k8s.StaticPod{}},
+		{def: &k8s.StaticPodStatus{}},
+		{def: &k8s.Manifest{}},
 	}
 }
 
@@ -39,10 +49,12 @@ func servedTypes() []servedType {
 // machined describes them.
 func servedNamespaces() map[resource.Namespace]string {
 	return map[resource.Namespace]string{
-		meta.NamespaceName:      "Metadata namespace which contains resource and namespace definitions.",
-		configres.NamespaceName: "Talos node configuration.",
-		cluster.NamespaceName:   "Cluster configuration and discovery resources.",
-		runtime.NamespaceName:   "Talos v1alpha1 subsystems glue resources.",
+		meta.NamespaceName:            "Metadata namespace which contains resource and namespace definitions.",
+		configres.NamespaceName:       "Talos node configuration.",
+		cluster.NamespaceName:         "Cluster configuration and discovery resources.",
+		runtime.NamespaceName:         "Talos v1alpha1 subsystems glue resources.",
+		k8s.NamespaceName:             "Kubernetes all node types resources.",
+		k8s.ControlPlaneNamespaceName: "Kubernetes control plane resources.",
 	}
 }
 

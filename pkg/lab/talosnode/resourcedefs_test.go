@@ -126,8 +126,8 @@ func TestTalosctlGet(t *testing.T) {
 				t.Errorf("get rd = %v, %v; want members.cluster.talos.dev among them", rds, err)
 			}
 			_, nss, err := get("namespaces")
-			if err != nil || len(nss) != 4 {
-				t.Errorf("get namespaces = %v, %v; want meta, config, cluster, runtime", nss, err)
+			if err != nil || len(nss) != 6 {
+				t.Errorf("get namespaces = %v, %v; want meta, config, cluster, runtime, k8s, controlplane", nss, err)
 			}
 			_, ifs, err := get("imagefactoryschematic")
 			if ver == talos114 && (err != nil || len(ifs) != 1 || ifs[0][1] != schematic) {

@@ -21,6 +21,8 @@ import (
 // resourceView is what a node's COSI resources show, snapshotted under the
 // fleet's lock.
 type resourceView struct {
+	// gen is the boot generation it was taken in.
+	gen        uint64
 	stage      runtime.MachineStage
 	ready      bool
 	unmet      []runtime.UnmetCondition
@@ -29,6 +31,13 @@ type resourceView struct {
 	members    []memberView
 	// config is the active machine configuration; nil when wiped.
 	config *machineConfig
+	// osUp, servicesUp and etcdHealthy are the node's, hostname and addr
+	// what its kubelet registers.
+	osUp, servicesUp, etcdHealthy bool
+	hostname                      string
+	addr                          netip.Addr
+	// services are the running system services (none while apid is down).
+	services []service
 }
 
 // memberView is one discovery member.
@@ -40,9 +49,18 @@ type memberView struct {
 
 // view snapshots the node's resources; f.mu held.
 func (n *Node) view() resourceView {
-	v := resourceView{stage: n.stage, image: n.image, config: n.cfg}
+	v := resourceView{
+		gen: n.gen, stage: n.stage, image: n.image, config: n.cfg,
+		osUp: n.osUp, servicesUp: n.servicesUp, hostname: n.hostname(), addr: n.addr,
+	}
+	if n.apiUp {
+		v.services = n.services()
+	}
+	if n.cfg != nil && n.cfg.controlPlane() && n.osUp {
+		v.etcdHealthy = n.etcdState().healthy
+	}
 	if n.cfg != nil && n.osUp {
-		v.ready = n.servicesUp && (!n.cfg.controlPlane() || n.etcdMember != nil && n.etcdMember.up())
+		v.ready = n.servicesUp && !n.kubelet.restarting && (!n.cfg.controlPlane() || n.etcdMember != nil && n.etcdMember.up())
 		if !v.ready {
 			v.unmet = []runtime.UnmetCondition{{Name: "services", Reason: "some services are not healthy"}}
 		}
@@ -61,13 +79,35 @@ func (n *Node) view() resourceView {
 	return v
 }
 
-// syncResources brings the node's COSI state in line with the simulation.
+// syncResources brings the node's COSI state in line with the simulation,
+// and tells the lab's Kubernetes (EventConfig) when the node's Kubernetes
+// side changed while it runs.
 func (n *Node) syncResources() {
+	f := n.fleet
 	n.resMu.Lock()
-	defer n.resMu.Unlock()
-	n.fleet.mu.Lock()
+	f.mu.Lock()
 	v := n.view()
-	n.fleet.mu.Unlock()
+	f.mu.Unlock()
+	pods := n.syncAll(v)
+	f.mu.Lock()
+	if n.gen == v.gen {
+		n.staticPods = pods
+	}
+	seen := n.statusLocked().kubeFacing()
+	changed := n.osUp && seen != n.kubeSeen
+	if changed {
+		n.kubeSeen = seen
+	}
+	f.mu.Unlock()
+	n.resMu.Unlock()
+	if changed {
+		f.emit(EventConfig, n)
+	}
+}
+
+// syncAll publishes every resource of v and returns the static pods the
+// kubelet runs; n.resMu held.
+func (n *Node) syncAll(v resourceView) []StaticPod {
 	ctx := context.Background()
 	ms := runtime.NewMachineStatus()
 	_ = safe.StateModify(ctx, n.st, ms, func(r *runtime.MachineStatus) error {
@@ -80,6 +120,8 @@ func (n *Node) syncResources() {
 	n.syncMembers(ctx, v)
 	n.syncConfig(ctx, v)
 	n.syncBootID(ctx)
+	n.syncServices(ctx, v)
+	return n.syncKubernetes(ctx, v)
 }
 
 // syncConfig publishes the active machine configuration as it was
@@ -147,7 +189,7 @@ func (n *Node) syncMembers(ctx context.Context, v resourceView) {
 
 // syncKind makes the resources of one type in one namespace exactly want:
 // unchanged ones are left alone (no watch churn), others updated, created
-// or destroyed.
+// or destroyed. Each of want then carries its stored version.
 func syncKind[T resource.Resource](ctx context.Context, st state.State, ns resource.Namespace, typ resource.Type, want []T) {
 	keep := map[resource.ID]bool{}
 	for _, r := range want {
@@ -158,6 +200,7 @@ func syncKind[T resource.Resource](ctx context.Context, st state.State, ns resou
 			_ = st.Create(ctx, r)
 		case err != nil:
 		case reflect.DeepEqual(cur.Spec(), r.Spec()):
+			r.Metadata().SetVersion(cur.Metadata().Version())
 		default:
 			r.Metadata().SetVersion(cur.Metadata().Version())
 			_ = st.Update(ctx, r)

@@ -4,10 +4,12 @@ import (
 	"errors"
 	"io"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/cosi-project/runtime/pkg/safe"
+	"github.com/siderolabs/talos/pkg/machinery/api/common"
 	"github.com/siderolabs/talos/pkg/machinery/api/machine"
 	"github.com/siderolabs/talos/pkg/machinery/client"
 	"github.com/siderolabs/talos/pkg/machinery/resources/cluster"
@@ -120,34 +122,20 @@ func TestUpgradeThroughLifecycleService(t *testing.T) {
 	c := l.client(worker)
 	target := factory.InstallerRef("factory.talos.dev", "nocloud", fx.plan.Installers[0].SchematicID, "v1.14.3", false)
 
-	up := func() ([]string, error) {
-		stream, err := c.LifecycleClient.Upgrade(ctx(t, 2*time.Second), &machine.LifecycleServiceUpgradeRequest{Source: &machine.InstallArtifactsSource{ImageName: target}})
-		if err != nil {
-			return nil, err
-		}
-		var out []string
-		for {
-			resp, err := stream.Recv()
-			if err != nil {
-				if errors.Is(err, io.EOF) {
-					return out, nil
-				}
-				return out, err
-			}
-			out = append(out, resp.GetProgress().Fmt())
-		}
-	}
-	if _, err := up(); status.Code(err) != codes.Internal {
+	if _, err := lifecycleUpgrade(t, c, systemContainerd, target); status.Code(err) != codes.Internal {
 		t.Fatalf("upgrade before pulling: %v, want Internal", err)
 	}
-	pull, err := c.ImageClient.Pull(ctx(t, 2*time.Second), &machine.ImageServicePullRequest{ImageRef: target})
-	if err != nil {
-		t.Fatal(err)
+	if _, err := pull(t, c, nil, target); status.Code(err) != codes.InvalidArgument || !contains(err, "invalid containerd namespace NS_UNKNOWN") {
+		t.Fatalf("pull without a containerd instance: %v, want InvalidArgument", err)
 	}
-	if resp, err := pull.Recv(); err != nil || resp.GetName() != target {
-		t.Fatalf("pull: %v %v", resp, err)
+	name, err := pull(t, c, systemContainerd, target)
+	if want := "factory.talos.dev/nocloud-installer/" + fx.plan.Installers[0].SchematicID + "@sha256:"; err != nil || !strings.HasPrefix(name, want) {
+		t.Fatalf("pull = %q, %v; want %s…", name, err, want)
 	}
-	progress, err := up()
+	if _, err := lifecycleUpgrade(t, c, criContainerd, target); status.Code(err) != codes.Internal || !contains(err, "not found in containerd store") {
+		t.Fatalf("upgrade from another store than the pull's: %v", err)
+	}
+	progress, err := lifecycleUpgrade(t, c, systemContainerd, target)
 	if err != nil || progress[len(progress)-1] != "Exit code: 0" {
 		t.Fatalf("upgrade: %v %v", progress, err)
 	}
@@ -158,6 +146,55 @@ func TestUpgradeThroughLifecycleService(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "v1.14.3 after the reboot", func() bool { return tag(t, c) == "v1.14.3" })
+}
+
+// The containerd stores talosctl upgrade uses (the CRI's containerd,
+// system namespace) and the one Kubernetes images live in.
+var (
+	systemContainerd = &common.ContainerdInstance{Driver: common.ContainerDriver_CRI, Namespace: common.ContainerdNamespace_NS_SYSTEM}
+	criContainerd    = &common.ContainerdInstance{Driver: common.ContainerDriver_CRI, Namespace: common.ContainerdNamespace_NS_CRI}
+)
+
+// pull is ImageService.Pull of ref into in's store; it returns the name
+// the node resolved.
+func pull(t *testing.T, c *client.Client, in *common.ContainerdInstance, ref string) (string, error) {
+	t.Helper()
+	stream, err := c.ImageClient.Pull(ctx(t, 2*time.Second), &machine.ImageServicePullRequest{Containerd: in, ImageRef: ref})
+	if err != nil {
+		return "", err
+	}
+	for {
+		resp, err := stream.Recv()
+		if err != nil {
+			return "", err
+		}
+		if name := resp.GetName(); name != "" {
+			return name, nil
+		}
+	}
+}
+
+// lifecycleUpgrade is LifecycleService.Upgrade of the installer ref from
+// in's store; it returns the progress lines ("Exit code: N" last).
+func lifecycleUpgrade(t *testing.T, c *client.Client, in *common.ContainerdInstance, ref string) ([]string, error) {
+	t.Helper()
+	stream, err := c.LifecycleClient.Upgrade(ctx(t, 2*time.Second), &machine.LifecycleServiceUpgradeRequest{
+		Containerd: in, Source: &machine.InstallArtifactsSource{ImageName: ref},
+	})
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for {
+		resp, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+		out = append(out, resp.GetProgress().Fmt())
+	}
 }
 
 // startedMembersUp counts started etcd members that are up.
