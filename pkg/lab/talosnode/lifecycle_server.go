@@ -127,7 +127,10 @@ func (n *Node) pull(store imageStore, ref string) (string, error) {
 	if n.pulled == nil {
 		n.pulled = map[pullKey]pulledImage{}
 	}
+	// containerd finds the image by the reference it was pulled by and by
+	// the name the pull answered
 	n.pulled[pullKey{store, ref}] = img
+	n.pulled[pullKey{store, name}] = img
 	n.fleet.mu.Unlock()
 	return name, nil
 }

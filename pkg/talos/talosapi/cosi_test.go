@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/siderolabs/talos/pkg/machinery/config/configloader"
+	"github.com/siderolabs/talos/pkg/machinery/config/generate/stdpatches"
+
 	"github.com/cosi-project/runtime/pkg/safe"
 	"github.com/siderolabs/talos/pkg/machinery/client"
 	"github.com/siderolabs/talos/pkg/machinery/config/configpatcher"
@@ -127,7 +130,6 @@ func TestConfigVersionUnknown(t *testing.T) {
 // (<component>).
 func TestConfigVersion(t *testing.T) {
 	t.Parallel()
-	t.Skip("needs lab-talos: COSI controlplane APIServerConfigs/ControllerManagerConfigs/SchedulerConfigs (final-<svc> on ≥ 1.14, <svc> on 1.13) whose versions grow on a live apply")
 	for _, version := range []string{talos113, talosVersion} {
 		t.Run(version, func(t *testing.T) {
 			t.Parallel()
@@ -143,7 +145,7 @@ func TestConfigVersion(t *testing.T) {
 				}
 				before[comp] = v
 			}
-			patched := patch(t, c.configs[cp1], "cluster:\n  apiServer:\n    image: registry.k8s.io/kube-apiserver:v1.36.2\n")
+			patched := patch(t, c.configs[cp1], apiServerImage(t, c.configs[cp1], "registry.k8s.io/kube-apiserver:v1.36.2"))
 			if _, err := cl.ApplyConfiguration(t.Context(), node, patched, false); err != nil {
 				t.Fatal(err)
 			}
@@ -169,7 +171,6 @@ func TestConfigVersion(t *testing.T) {
 // kube-proxy DaemonSet at the configured image and CoreDNS.
 func TestManifests(t *testing.T) {
 	t.Parallel()
-	t.Skip("needs lab-talos: COSI controlplane Manifests.kubernetes.talos.dev rendered from the config (kube-proxy DaemonSet, CoreDNS)")
 	c := newCluster(t, 1, 0, talosnode.Options{})
 	c.booted(cp1, talosnode.Knobs{})
 	objs, err := c.dial(cp1, talosapi.Options{}).Manifests(t.Context(), c.addr(cp1))
@@ -189,6 +190,21 @@ func TestManifests(t *testing.T) {
 }
 
 // patch is config with a strategic merge patch applied.
+// apiServerImage is the patch that sets config's kube-apiserver image in
+// its own layout (v1alpha1 on 1.13, a KubeAPIServerConfig on 1.14).
+func apiServerImage(t *testing.T, config []byte, image string) string {
+	t.Helper()
+	cfg, err := configloader.NewFromBytes(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := stdpatches.WithKubeAPIServerImage(stdpatches.GuessVersionContractKubeAPIServer(cfg), image)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(p)
+}
+
 func patch(t *testing.T, config []byte, p string) []byte {
 	t.Helper()
 	lp, err := configpatcher.LoadPatch([]byte(p))

@@ -49,8 +49,8 @@ func (c *Client) Upgrade(ctx context.Context, node, installer string, progress f
 	if err != nil {
 		return err
 	}
-	progress("pulled " + name)
-	err = c.call(ctx, "Upgrade to "+name, node, c.opts.InstallTimeout, func(ctx context.Context) error {
+	progress("pulled " + installer)
+	err = c.call(ctx, "Upgrade to "+installer, node, c.opts.InstallTimeout, func(ctx context.Context) error {
 		return c.install(ctx, name, progress)
 	})
 	switch {

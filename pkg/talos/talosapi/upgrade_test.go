@@ -212,8 +212,7 @@ func TestUpgradeInstallFails(t *testing.T) {
 // failingInstaller is the knobs of a node whose installer exits non-zero.
 func failingInstaller(t *testing.T) talosnode.Knobs {
 	t.Helper()
-	t.Skip("needs lab-talos: a node knob making LifecycleService.Upgrade stream installer messages and a non-zero exit code")
-	return talosnode.Knobs{}
+	return talosnode.Knobs{InstallFails: "disk /dev/vda: no space left on device"}
 }
 
 // TestRebootRefusesBlind: a node whose boot id cannot be read is not
