@@ -81,6 +81,7 @@ func (k *kubernetes) onBootstrap(info talosnode.BootstrapInfo) {
 		Injector:  l.inj,
 		Recorder:  l.rec,
 		Logf:      l.logf,
+		Version:   func() string { return k.apiServerVersion(info.ClusterName, vip) },
 	})
 	if err != nil {
 		l.logf("kubernetes for %s: %v", info.ClusterName, err)
