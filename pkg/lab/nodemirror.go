@@ -60,7 +60,8 @@ type nodeMirror struct {
 
 // onNodeEvent mirrors a node's state into its cluster's API. Talos never
 // deletes a Node: a reset or deleted machine leaves its Node behind, its
-// kubelet gone, until a client deletes it.
+// kubelet (and the mirror pods of its static pods) gone, until a client
+// deletes it.
 func (k *kubernetes) onNodeEvent(ev talosnode.Event) {
 	switch ev.Kind {
 	case talosnode.EventBooted:
