@@ -24,9 +24,10 @@ func controlPlaneImages() map[string]string {
 // staticPods are the control-plane static pods Talos runs on the node st
 // describes (none on a worker), as its configuration renders them.
 func staticPods(st talosnode.NodeStatus) []kubeapi.StaticPod {
-	// TODO(lab-talos): return st.StaticPods (converted to kubeapi.StaticPod)
-	// once talosnode reports them. Until then the status carries no
-	// control-plane image: each pod runs its default repository at the
+	// TODO(lab-talos): once NodeStatus.StaticPods lands, the body is a
+	// conversion of each st.StaticPods[i] with kubeapi.StaticPod(p) (same
+	// fields), and controlPlaneImages goes. Until then the status carries
+	// no control-plane image: each pod runs its default repository at the
 	// kubelet image's tag (Talos's default without one), with a fixed
 	// config version.
 	if !st.ControlPlane {
