@@ -164,6 +164,14 @@ func (s *scriptLab) networks() (cluster, external string) {
 //	                             (talosctl get extensions through DIR's
 //	                             talosconfig; "schematic" left out) are
 //	                             exactly EXT...
+//	lab kube-version DIR WANT    the API of DIR's kubeconfig reports
+//	                             gitVersion WANT on /version
+//	lab kubelet-versions DIR WANT
+//	                             every Kubernetes Node runs kubelet WANT
+//	lab mirror-pods DIR COMPONENT WANT-TAG
+//	                             every control plane Node has a Ready
+//	                             mirror pod of COMPONENT running tag
+//	                             WANT-TAG
 //	lab talos-versions DIR VERSION NAME...
 //	                             talosctl version -n NAME... through DIR's
 //	                             talosconfig answers VERSION on every node
@@ -171,7 +179,7 @@ func (s *scriptLab) networks() (cluster, external string) {
 //	                             waits (2 min) until NAME runs VERSION
 func cmdLab(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) == 0 || (neg && args[0] != "vm-config") {
-		ts.Fatalf("usage: lab up|follow|mark|mutations|owned|count|images|vms|isos|wait|token|task|tasks|faults|real-owned|real-images|sdn|vm-config|vm-pending|order|knob|volumes|etcd-members|kube-nodes|silence|inventory|cordon|vips|extensions|talos-versions|wait-talos ...")
+		ts.Fatalf("usage: lab up|follow|mark|mutations|owned|count|images|vms|isos|wait|token|task|tasks|faults|real-owned|real-images|sdn|vm-config|vm-pending|order|knob|volumes|etcd-members|kube-nodes|silence|inventory|cordon|vips|extensions|kube-version|kubelet-versions|mirror-pods|talos-versions|wait-talos ...")
 	}
 	s, _ := ts.Value(labKey{}).(*scriptLab)
 	switch args[0] {
@@ -273,6 +281,12 @@ func cmdLab(ts *testscript.TestScript, neg bool, args []string) {
 		s.ownedVIPs(ts, args[1:])
 	case "extensions":
 		s.extensions(ts, args[1:])
+	case "kube-version":
+		kubeVersion(ts, args[1:])
+	case "kubelet-versions":
+		kubeletVersions(ts, args[1:])
+	case "mirror-pods":
+		mirrorPods(ts, args[1:])
 	case "talos-versions":
 		s.talosVersions(ts, args[1:])
 	case "wait-talos":

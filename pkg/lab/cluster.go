@@ -18,8 +18,10 @@ import (
 )
 
 // kubernetes runs one real kube-apiserver per bootstrapped cluster, on the
-// cluster's API VIP, and keeps its Node objects in step with the simulated
-// Talos nodes (as kubelets and Talos would; see mirror). A cluster's API
+// cluster's API VIP, and keeps its Node objects and the control planes'
+// mirror pods in step with the simulated Talos nodes (as kubelets and
+// Talos would; see mirror); its /version follows the control planes'
+// configured apiserver (see apiServerVersion). A cluster's API
 // lives as long as one of its control planes does: powered off, they keep
 // it and its data for when they come back; once the last one is deleted or
 // reset, the API stops and its data goes, so that a new cluster of the
@@ -81,6 +83,7 @@ func (k *kubernetes) onBootstrap(info talosnode.BootstrapInfo) {
 		Injector:  l.inj,
 		Recorder:  l.rec,
 		Logf:      l.logf,
+		Version:   func() string { return k.apiServerVersion(info.ClusterName, vip) },
 	})
 	if err != nil {
 		l.logf("kubernetes for %s: %v", info.ClusterName, err)

@@ -178,6 +178,7 @@ func (l *Lab) start(o Options) error {
 		Schematics:  l.schematic,
 		OnBootstrap: l.kube.onBootstrap,
 		OnEvent:     l.onNodeEvent,
+		KubeAPI:     l.kube.healthAPI,
 	})
 	l.vips = &vips{lab: l, delay: cmp.Or(o.VIPFailover, DefaultVIPFailover), byCluster: map[string]*clusterVIPs{}}
 	l.nodeKnobs = &nodeKnobs{fleet: l.fleet, pending: map[netip.Addr]talosnode.Knobs{}}
@@ -229,16 +230,18 @@ func (l *Lab) removeService(name string) {
 	l.services = slices.DeleteFunc(l.services, func(e Endpoint) bool { return e.Name == name })
 }
 
-// destroyNode deletes the Talos node at addr with its VM or server; the
-// last control plane of a cluster takes the cluster's API with it.
+// destroyNode deletes the Talos node at addr with its VM or server: its
+// Node stays, silent, its mirror pods go; the last control plane of a
+// cluster takes the cluster's API with it.
 func (l *Lab) destroyNode(addr netip.Addr) {
 	n, ok := l.fleet.Node(addr)
 	if !ok {
 		return
 	}
-	cluster := n.Status().Cluster
+	st := n.Status()
 	l.fleet.Destroy(addr)
-	l.kube.stopIfGone(cluster)
+	l.kube.mirror(st, kubeletRemoved)
+	l.kube.stopIfGone(st.Cluster)
 }
 
 // Close stops every service, in reverse start order.

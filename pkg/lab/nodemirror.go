@@ -27,8 +27,12 @@ const (
 	kubeletStarted
 	// kubeletApplied: a configuration was applied live.
 	kubeletApplied
-	// kubeletStopped: the node went down, was reset or deleted.
+	// kubeletStopped: the node went down; its static pods stay for when
+	// it is back.
 	kubeletStopped
+	// kubeletRemoved: the machine was reset or deleted: its kubelet is
+	// gone for good, its static pods with it.
+	kubeletRemoved
 )
 
 // after is the change that sums up c followed by next: a boot stays a boot
@@ -56,7 +60,8 @@ type nodeMirror struct {
 
 // onNodeEvent mirrors a node's state into its cluster's API. Talos never
 // deletes a Node: a reset or deleted machine leaves its Node behind, its
-// kubelet gone, until a client deletes it.
+// kubelet (and the mirror pods of its static pods) gone, until a client
+// deletes it.
 func (k *kubernetes) onNodeEvent(ev talosnode.Event) {
 	switch ev.Kind {
 	case talosnode.EventBooted:
@@ -66,7 +71,7 @@ func (k *kubernetes) onNodeEvent(ev talosnode.Event) {
 	case talosnode.EventDown:
 		k.mirror(ev.Node, kubeletStopped)
 	case talosnode.EventReset:
-		k.mirror(ev.Node, kubeletStopped)
+		k.mirror(ev.Node, kubeletRemoved)
 		k.stopIfGone(ev.Node.Cluster)
 	}
 }
@@ -128,9 +133,12 @@ func (k *kubernetes) runMirror(m *nodeMirror) {
 }
 
 // applyChange makes the Node of st what a kubelet, Talos's node controller
-// and the cluster's controllers make it after c: registered and given its
-// workload at a boot, relabelled after a live apply, gone silent when the
-// machine stops; then the node's drainBlocked knob is applied.
+// and the cluster's controllers make it after c: registered with its
+// control plane's mirror pods and given its workload at a boot, relabelled
+// (and its kubelet version and mirror pods following the configuration)
+// after a live apply, gone silent when the machine stops, its mirror pods
+// gone too when it was reset or deleted; then the node's drainBlocked knob
+// is applied.
 func (k *kubernetes) applyChange(st talosnode.NodeStatus, c kubeletChange) error {
 	srv := k.server(st.Cluster)
 	if srv == nil {
@@ -141,13 +149,23 @@ func (k *kubernetes) applyChange(st talosnode.NodeStatus, c kubeletChange) error
 	var err error
 	switch c {
 	case kubeletStarted:
-		if err = srv.RegisterNode(ctx, kubeNode(st)); err == nil {
+		err = srv.RegisterNode(ctx, kubeNode(st))
+		if err == nil {
+			err = srv.SyncMirrorPods(ctx, st.Hostname, staticPods(st))
+		}
+		if err == nil {
 			err = srv.PlaceWorkload(ctx, st.Hostname)
 		}
 	case kubeletApplied:
-		err = srv.UpdateNode(ctx, kubeNode(st))
+		if err = srv.UpdateNode(ctx, kubeNode(st)); err == nil {
+			err = srv.SyncMirrorPods(ctx, st.Hostname, staticPods(st))
+		}
 	case kubeletStopped:
 		err = srv.SetReady(ctx, st.Hostname, false)
+	case kubeletRemoved:
+		if err = srv.SetReady(ctx, st.Hostname, false); err == nil {
+			err = srv.SyncMirrorPods(ctx, st.Hostname, nil)
+		}
 	case kubeletKept:
 	}
 	if err == nil {

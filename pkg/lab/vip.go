@@ -230,6 +230,19 @@ func stop(v *vip) {
 	}
 }
 
+// owner is the control plane holding cluster's VIP addr; invalid when
+// nobody does or addr is no VIP the lab tracks.
+func (vs *vips) owner(cluster string, addr netip.Addr) netip.Addr {
+	vs.mu.Lock()
+	defer vs.mu.Unlock()
+	if c, ok := vs.byCluster[cluster]; ok {
+		if v, ok := c.byAddr[addr]; ok {
+			return v.Owner
+		}
+	}
+	return netip.Addr{}
+}
+
 // status lists the VIPs by cluster and address.
 func (vs *vips) status() []VIPStatus {
 	vs.mu.Lock()

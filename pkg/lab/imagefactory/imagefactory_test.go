@@ -11,8 +11,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/ulikunitz/xz"
 
+	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/lab/imagefactory"
 	"github.com/talosc/talosc/pkg/lab/labnet"
+	"github.com/talosc/talosc/pkg/releases"
 	"github.com/talosc/talosc/pkg/talos/factory"
 )
 
@@ -128,4 +130,40 @@ func TestFactoryStopsWithItsContext(t *testing.T) {
 		}
 	}
 	t.Fatal("the factory still answers after its context ended")
+}
+
+// The lab's kubelet repository lists the releases of the upgrade path its
+// clusters take, several patches a minor: v1.34.3 steps through v1.35.4,
+// the newest v1.35 patch, to v1.36.1, with a newer minor beyond.
+func TestKubeletRepositoryListsTheUpgradePath(t *testing.T) {
+	t.Parallel()
+	f := start(t, labnet.Knobs{})
+	versions, err := releases.KubernetesVersions(t.Context(), nil, f.KubeletRepositoryURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	newest, patches := map[string]config.Version{}, map[string]int{}
+	for _, s := range versions {
+		v, err := config.ParseVersion(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		minor := "v" + v.MinorString()
+		patches[minor]++
+		if p, ok := newest[minor]; !ok || v.Compare(p) > 0 {
+			newest[minor] = v
+		}
+	}
+	got := map[string]string{}
+	for minor, v := range newest {
+		got[minor] = v.String()
+	}
+	if d := cmp.Diff(map[string]string{"v1.34": "v1.34.3", "v1.35": "v1.35.4", "v1.36": "v1.36.1", "v1.37": "v1.37.0"}, got); d != "" {
+		t.Errorf("newest patch of each minor (-want +got):\n%s", d)
+	}
+	for _, minor := range []string{"v1.34", "v1.35", "v1.36"} {
+		if patches[minor] < 2 {
+			t.Errorf("%s has %d releases, want several", minor, patches[minor])
+		}
+	}
 }

@@ -12,10 +12,16 @@ import (
 const KubeletRepository = "siderolabs/kubelet"
 
 // DefaultKubeletTags are the tags the lab's kubelet repository lists:
-// releases of the minors the lab's Talos versions support, plus tags that
-// are not releases (as the real repository has).
+// several patches of each minor on the upgrade path the lab's clusters
+// take (v1.34.3 → v1.35.4, the newest v1.35 patch → v1.36.1) and a newer
+// minor, plus tags that are not releases (as the real repository has).
 func DefaultKubeletTags() []string {
-	return []string{"v1.34.0", "v1.34.3", "v1.35.0", "v1.35.4", "v1.36.0", "v1.36.1", "v1.37.0-alpha.1", "latest", "sha256-0123abcd.sig"}
+	return []string{
+		"v1.34.0", "v1.34.1", "v1.34.2", "v1.34.3",
+		"v1.35.0", "v1.35.1", "v1.35.2", "v1.35.3", "v1.35.4",
+		"v1.36.0", "v1.36.1", "v1.37.0",
+		"v1.36.0-rc.1", "v1.38.0-alpha.1", "latest", "sha256-0123abcd.sig",
+	}
 }
 
 // anonymousToken is the token the lab's token endpoint hands out.

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -40,10 +41,17 @@ func TestAPIServer(t *testing.T) { //nolint:tparallel // "faults" and "shutdown"
 	needHelper(t)
 	ca, caKey := testCA(t)
 	inj := labnet.NewInjector(labnet.Knobs{})
+	var reported atomic.Pointer[string] // what /version reports; nil: the binary's
 	begin := time.Now()
 	srv, err := Start(t.Context(), Options{
 		Address: apiVIP + ":0", CACertPEM: ca, CAKeyPEM: caKey, DataDir: t.TempDir(),
 		PodTerminationDelay: 100 * time.Millisecond, Injector: inj, Logf: t.Logf,
+		Version: func() string {
+			if v := reported.Load(); v != nil {
+				return *v
+			}
+			return ""
+		},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +85,10 @@ func TestAPIServer(t *testing.T) { //nolint:tparallel // "faults" and "shutdown"
 		t.Run("workload", func(t *testing.T) { t.Parallel(); checkWorkload(t, srv, cs) })
 		t.Run("drain blocked", func(t *testing.T) { t.Parallel(); checkDrainBlocked(t, srv, cs) })
 		t.Run("more addresses", func(t *testing.T) { t.Parallel(); checkMoreAddresses(t, srv, ca, certPEM, keyPEM) })
+		t.Run("mirror pods", func(t *testing.T) { t.Parallel(); checkMirrorPods(t, srv, cs) })
+		t.Run("bootstrap manifests", func(t *testing.T) { t.Parallel(); checkBootstrapManifests(t, srv, cs) })
 	})
+	t.Run("reported version", func(t *testing.T) { checkReportedVersion(t, srv, admin, &reported) })
 	t.Run("faults", func(t *testing.T) { checkFaults(t, srv, inj) })
 	t.Run("shutdown", func(t *testing.T) {
 		start := time.Now()

@@ -41,6 +41,33 @@
 // complete; it also plays the pod garbage collector (the pods of a deleted
 // lab Node go).
 //
+// What a real cluster reports through an upgrade driven by Talos machine
+// configuration applies (talosctl upgrade-k8s):
+//   - /version: the one binary is fixed at v1.35.4, so the front door
+//     rewrites the gitVersion (and major, minor) of GET /version to what
+//     Options.Version says; the rest of the answer stays the binary's. The
+//     lab says the kube-apiserver image tag of the control plane holding
+//     the API's VIP, and, when it knows no holder (an endpoint that is no
+//     VIP, a VIP nobody holds), the lowest tag among the running control
+//     planes. The holder, because its apiserver is the one that answers on
+//     the VIP: mid-upgrade a real cluster's /version already reports the
+//     new version once the holder's apiserver runs it, while other control
+//     planes still run the old one, and a client that reads the running
+//     version from /version alone must be seen to get that wrong. The
+//     lowest without a holder, because no single apiserver answers then
+//     and the cluster is only as new as its oldest control plane.
+//   - Server.SyncMirrorPods: the mirror pods of a control plane's static
+//     pods (kube-apiserver, kube-controller-manager, kube-scheduler) in
+//     kube-system, as its kubelet creates them (named <component>-<node>,
+//     Talos's labels and talos.dev/config-version annotation, the
+//     kubelet's kubernetes.io/config.mirror hash, a controller reference
+//     to the Node) and replaces them when their static pod changes;
+//     UpdateNode follows the kubelet image's version after a live apply,
+//     the Node staying Ready.
+//   - Server.Check: the Kubernetes conditions of Talos's server-side
+//     health check (nodes reported, static pods, control-plane components
+//     ready, nodes ready and schedulable, kube-proxy, CoreDNS).
+//
 // Server.PlaceWorkload puts the lab's workload (namespace lab-workload) on
 // a node, as the controllers would: a pod of the DaemonSet lab-agent on
 // every node (a drain skips it) and, on a node that takes ordinary pods, a
@@ -61,9 +88,13 @@
 //     endpoints/EndpointSlices;
 //   - no scheduler: a pod needs spec.nodeName to run;
 //   - kubelets: no containers, logs, exec, attach or port-forward, no node
-//     Leases or heartbeats, no static/mirror pods (the control plane's own
-//     pods do not appear in kube-system), no CNI, CoreDNS or kube-proxy;
-//     pods never finish on their own, readiness probes are not run;
+//     Leases or heartbeats, no static pods but the control plane's (and
+//     their mirror pods stay Ready while their node is down), no CNI,
+//     CoreDNS or kube-proxy (a DaemonSet or Deployment applied gets no
+//     pods and no status: the health check skips kube-proxy without a
+//     desired count, and waits for CoreDNS's pods once its Deployment
+//     exists); pods never finish on their own, readiness probes are not
+//     run;
 //   - Talos's own control-plane configuration beyond what matters here:
 //     admission plugins and pod security defaults, audit policy, encryption
 //     at rest, the aggregator's APIServices, the service-account issuer URL

@@ -57,7 +57,7 @@ func TestFrontDoor_Identity(t *testing.T) {
 	backendCAs := x509.NewCertPool()
 	backendCAs.AddCert(upstream.Certificate())
 	rec := &labnet.Recorder{}
-	fd := newFrontDoor(upstream.Listener.Addr().String(), clientCAs, backendCAs, proxyCert, rec)
+	fd := newFrontDoor(upstream.Listener.Addr().String(), clientCAs, backendCAs, proxyCert, rec, nil)
 	ln, err := labnet.Listen(t.Context(), vip.String()+":0")
 	if err != nil {
 		t.Fatal(err)

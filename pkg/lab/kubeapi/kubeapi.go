@@ -69,6 +69,11 @@ type Options struct {
 	Logf func(format string, args ...any)
 	// ExtraArgs are appended to kube-apiserver's flags.
 	ExtraArgs []string
+	// Version, when set, is asked at every GET /version through Address
+	// for the version to report instead of the binary's (the tag of the
+	// control plane's configured kube-apiserver image, "v1.36.1"); "" or
+	// a version that is not semantic reports the binary's.
+	Version func() string
 }
 
 // Server is a running kube-apiserver with its front door and lab kubelet.
@@ -219,7 +224,7 @@ func (s *Server) openFrontDoor(ln net.Listener, files pkiFiles, o Options) error
 	if err != nil {
 		return fmt.Errorf("kubeapi: front-proxy certificate: %w", err)
 	}
-	s.front = newFrontDoor(s.backend, clientCAs, clientCAs, proxyCert, s.rec)
+	s.front = newFrontDoor(s.backend, clientCAs, clientCAs, proxyCert, s.rec, o.Version)
 	s.more = newAddresses(o, ln.Addr().(*net.TCPAddr).Port, serving)
 	s.frontSrv = s.front.server(s.more.certificate, o.Injector)
 	s.gate = newGate(ln, s.serveFront)

@@ -41,11 +41,15 @@ type frontDoor struct {
 	// apiserver sees tokens and anonymous requests as they are.
 	asProxy, plain *httputil.ReverseProxy
 	rec            *labnet.Recorder
+	// version is what /version reports (see reportVersion); nil: the
+	// binary's.
+	version func() string
 }
 
-func newFrontDoor(backend string, clientCAs, backendCAs *stdx509.CertPool, proxyCert tls.Certificate, rec *labnet.Recorder) *frontDoor {
+func newFrontDoor(backend string, clientCAs, backendCAs *stdx509.CertPool, proxyCert tls.Certificate, rec *labnet.Recorder, version func() string) *frontDoor {
 	target := &url.URL{Scheme: "https", Host: backend}
 	quiet := log.New(io.Discard, "", 0)
+	f := &frontDoor{clientCAs: clientCAs, rec: rec, version: version}
 	mk := func(certs []tls.Certificate) *httputil.ReverseProxy {
 		tr := &http.Transport{
 			DialContext:         labnet.Dialer().DialContext,
@@ -56,16 +60,18 @@ func newFrontDoor(backend string, clientCAs, backendCAs *stdx509.CertPool, proxy
 			TLSHandshakeTimeout: 10 * time.Second,
 		}
 		return &httputil.ReverseProxy{
-			Rewrite:       func(pr *httputil.ProxyRequest) { pr.SetURL(target) },
-			Transport:     tr,
-			FlushInterval: -1, // watches stream
-			ErrorLog:      quiet,
+			Rewrite:        func(pr *httputil.ProxyRequest) { pr.SetURL(target) },
+			Transport:      tr,
+			FlushInterval:  -1, // watches stream
+			ErrorLog:       quiet,
+			ModifyResponse: f.reportVersion,
 			ErrorHandler: func(w http.ResponseWriter, _ *http.Request, _ error) {
 				w.WriteHeader(http.StatusBadGateway)
 			},
 		}
 	}
-	return &frontDoor{clientCAs: clientCAs, asProxy: mk([]tls.Certificate{proxyCert}), plain: mk(nil), rec: rec}
+	f.asProxy, f.plain = mk([]tls.Certificate{proxyCert}), mk(nil)
+	return f
 }
 
 // handler wraps the front door in labnet's middleware. Upgrade requests
