@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/talosc/talosc/pkg/provider"
 	"github.com/talosc/talosc/pkg/state"
@@ -53,8 +54,8 @@ type op struct {
 type rollout struct {
 	// what names the change in barrier errors ("removing control plane").
 	what string
-	// healthBefore checks the cluster before the first control plane is
-	// touched (I-R6: a resumed rollout re-establishes the barrier first).
+	// healthBefore checks the cluster before the first node is touched
+	// (I-R6: a resumed rollout re-establishes the barrier first).
 	healthBefore bool
 	// healthAfterLast also checks after the last control plane (scale-down
 	// does not: I-S11).
@@ -77,12 +78,12 @@ type rollout struct {
 // action in order and touches nothing.
 func (r *run) execute(ctx context.Context, ro rollout, ops []op) error {
 	cps, workers := byRole(ops)
-	for i, o := range cps {
-		if i == 0 && ro.healthBefore && !r.in.DryRun {
-			if err := r.controlPlanesHealthy(ctx); err != nil {
-				return fmt.Errorf("cluster unhealthy before touching %s; aborting rollout: %w", o.host, err)
-			}
+	if first := slices.Concat(cps, workers); len(first) > 0 && ro.healthBefore && !r.in.DryRun {
+		if err := r.controlPlanesHealthy(ctx); err != nil {
+			return fmt.Errorf("cluster unhealthy before touching %s; aborting rollout: %w", first[0].host, err)
 		}
+	}
+	for i, o := range cps {
 		if err := r.doAll(ctx, o); err != nil {
 			return err
 		}

@@ -17,14 +17,17 @@ type step struct {
 // steps is the converge, in the order of the reference's §3.1: nothing
 // is removed, applied or restarted before the run knows the cluster is up
 // (discover), removals come before applies and applies before new machines
-// (I-R1), the cluster is bootstrapped only when it is not up, and the
-// final health check, cordons and provider finalization run only for real.
+// (I-R1), leftover cordons are lifted before anything is rolled out (a
+// cordoned node fails Talos's health barrier), the cluster is
+// bootstrapped only when it is not up, and the final health check and
+// provider finalization run only for real.
 func (r *run) steps() []step {
 	return []step{
 		{"validate", nil, (*run).validate},
 		{"identity", nil, (*run).ensureIdentity},
 		{"discover", nil, (*run).discover},
 		{"versions", (*run).isUp, (*run).checkVersions},
+		{"uncordon", (*run).isUp, (*run).uncordon},
 		{"scale-down", (*run).isUp, (*run).scaleDown},
 		{"apply", (*run).isUp, (*run).applyConfigs},
 		{"upgrade-talos", (*run).isUp, (*run).upgradeTalos},
@@ -34,7 +37,6 @@ func (r *run) steps() []step {
 		{"bootstrap", (*run).notUp, (*run).bootstrap},
 		{"health", (*run).isRealRun, (*run).health},
 		{"reinstall", (*run).isRealRun, (*run).reinstall},
-		{"uncordon", (*run).isUp, (*run).uncordon},
 		{"reboot", (*run).rebootWanted, (*run).reboot},
 		{"finalize", (*run).isRealRun, (*run).finalize},
 	}

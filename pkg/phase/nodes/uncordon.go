@@ -10,6 +10,12 @@ import (
 // (I-R10): converge never cordons a node it keeps, so a cordon is a
 // leftover (an interrupted drain, or a manual one), and check reports it.
 func (r *run) uncordon(ctx context.Context) error {
+	lifted := false
+	defer func() {
+		if lifted && !r.in.DryRun {
+			r.obs.refreshNodes(ctx)
+		}
+	}()
 	for _, m := range r.desired {
 		n, ok := r.obs.kubeNode(m.Hostname)
 		if !ok || !n.Unschedulable {
@@ -26,6 +32,7 @@ func (r *run) uncordon(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		lifted = true
 	}
 	return nil
 }

@@ -269,3 +269,19 @@ func TestEtcdAllowsUpgrade(t *testing.T) {
 		}
 	}
 }
+
+// Every control plane reached the target in a killed run: the cluster must
+// be healthy before the first worker is touched.
+func TestTalosUpgradeResumeBarrierBeforeWorkers(t *testing.T) {
+	t.Parallel()
+	down := errors.New("etcd: 1 member unhealthy")
+	at := map[string]string{"t-controlplane-01": "v1.14.1", "t-controlplane-02": "v1.14.1", "t-controlplane-03": "v1.14.1"}
+	r, f := upgradeRun(t, false, at, down, down)
+	err := r.execute(t.Context(), upgradeRollout(), upgradeOps(r))
+	if err == nil || !strings.Contains(err.Error(), "cluster unhealthy before touching t-worker-01; aborting rollout") {
+		t.Fatalf("err = %v", err)
+	}
+	if d := cmp.Diff([]string{"health", "health"}, *f.log); d != "" {
+		t.Errorf("nothing touched (-want +got):\n%s", d)
+	}
+}
