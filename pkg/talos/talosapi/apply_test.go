@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/siderolabs/talos/pkg/machinery/config/configpatcher"
 	"google.golang.org/grpc/codes"
 
 	"github.com/talosc/talosc/pkg/lab/talosnode"
@@ -20,19 +19,7 @@ const applyRPC = "/machine.MachineService/ApplyConfiguration?"
 // immediate list), 1.14 applies live.
 func withEnv(t *testing.T, config []byte) []byte {
 	t.Helper()
-	patch, err := configpatcher.LoadPatch([]byte("machine:\n  env:\n    TALOSC_TEST: day2\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := configpatcher.Apply(configpatcher.WithBytes(config), []configpatcher.Patch{patch})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := out.Bytes()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return patch(t, config, "machine:\n  env:\n    TALOSC_TEST: day2\n")
 }
 
 // runsEnv reports whether host runs the configuration of withEnv.

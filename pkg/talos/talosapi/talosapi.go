@@ -4,8 +4,9 @@
 // other nodes through apid's "node" metadata, as `talosctl -e EP -n NODE`
 // does.
 //
-// Every call is bounded by Options.CallTimeout and its error names the call
-// and the node ("talos Version on 127.16.0.11: timed out after 30s"). The
+// Every call is bounded by Options.CallTimeout (an image pull and an
+// installer run by their own timeouts) and its error names the call and
+// the node ("talos Version on 127.16.0.11: timed out after 30s"). The
 // waits (WaitReachable, Bootstrap's retries, Health, WaitRebooted, Reset)
 // have budgets of their own; the reference's are the exported defaults.
 package talosapi
@@ -29,6 +30,13 @@ import (
 const (
 	// DefaultCallTimeout bounds one Talos API call.
 	DefaultCallTimeout = 30 * time.Second
+	// DefaultPullTimeout bounds one image pull (an installer, a
+	// Kubernetes image): a pull streams for as long as the registry takes.
+	DefaultPullTimeout = 10 * time.Minute
+	// DefaultInstallTimeout bounds one run of the installer (Upgrade after
+	// its pull). talosctl bounds the whole upgrade, reboot included, by
+	// 30 minutes (I-R4's budget).
+	DefaultInstallTimeout = 10 * time.Minute
 	// DefaultMaxReconnectDelay caps gRPC's reconnect backoff, so a node
 	// that comes up is seen at the next poll rather than minutes later.
 	DefaultMaxReconnectDelay = 5 * time.Second
@@ -45,8 +53,12 @@ const (
 
 // Options tune a Client. Zero fields take the defaults above.
 type Options struct {
-	// CallTimeout bounds every call.
+	// CallTimeout bounds every call but the streams below.
 	CallTimeout time.Duration
+	// PullTimeout bounds an image pull.
+	PullTimeout time.Duration
+	// InstallTimeout bounds an installer run.
+	InstallTimeout time.Duration
 	// MaxReconnectDelay caps gRPC's reconnect backoff.
 	MaxReconnectDelay time.Duration
 	// RetryInterval is the pause between Bootstrap attempts.
@@ -56,6 +68,12 @@ type Options struct {
 func (o Options) withDefaults() Options {
 	if o.CallTimeout <= 0 {
 		o.CallTimeout = DefaultCallTimeout
+	}
+	if o.PullTimeout <= 0 {
+		o.PullTimeout = DefaultPullTimeout
+	}
+	if o.InstallTimeout <= 0 {
+		o.InstallTimeout = DefaultInstallTimeout
 	}
 	if o.MaxReconnectDelay <= 0 {
 		o.MaxReconnectDelay = DefaultMaxReconnectDelay
@@ -135,8 +153,13 @@ const readAttempts = 3
 // that is done once done): an Unavailable answer is retried up to
 // readAttempts times, Options.RetryInterval apart.
 func (c *Client) read(ctx context.Context, name, node string, fn func(context.Context) error) error {
+	return c.readWithin(ctx, name, node, c.opts.CallTimeout, fn)
+}
+
+// readWithin is read with each attempt bounded by bound.
+func (c *Client) readWithin(ctx context.Context, name, node string, bound time.Duration, fn func(context.Context) error) error {
 	for attempt := 1; ; attempt++ {
-		err := c.call(ctx, name, node, c.opts.CallTimeout, fn)
+		err := c.call(ctx, name, node, bound, fn)
 		if err == nil || attempt == readAttempts || status.Code(err) != codes.Unavailable {
 			return err
 		}
