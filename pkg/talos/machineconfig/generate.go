@@ -52,7 +52,8 @@ func (ClientMode) InContainer() bool { return false }
 
 // Generate builds node n's machine configuration: machinery's generated
 // control-plane or worker config for the node's contract and Kubernetes
-// version, then the patch stack (see stack), strategic-merge patches only.
+// version with the node's Images set on it, then the patch stack (see
+// stack), strategic-merge patches only.
 // The result is validated as a client would (ClientMode) and, where the
 // provider has one, checked against its user-data size limit.
 func Generate(in Input, n Node) (*Config, error) {
@@ -82,6 +83,9 @@ func Generate(in Input, n Node) (*Config, error) {
 	}
 	base, err := baseConfig(&in, n, contract, strings.TrimPrefix(kube.String(), "v"), contrib.InstallDisk)
 	if err != nil {
+		return nil, fmt.Errorf("machine config of %s: %w", host, err)
+	}
+	if base, err = n.Images.apply(base, n.controlPlane()); err != nil {
 		return nil, fmt.Errorf("machine config of %s: %w", host, err)
 	}
 	patches, err := stack(&in, n, pool, contract, contrib)

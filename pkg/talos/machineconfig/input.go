@@ -56,6 +56,10 @@ type Node struct {
 	// KubernetesVersion is baked into the config: the running version for
 	// an existing node, the target for a new one (see KubernetesVersion).
 	KubernetesVersion string
+	// Images override the Kubernetes component images KubernetesVersion
+	// gives, one by one: mid Kubernetes upgrade, each as the node runs it
+	// (see RunningImages). The zero value keeps every default.
+	Images KubernetesImages
 	// Address is the node's static cluster address with the L2 prefix, when
 	// the provider assigns one (Proxmox managed SDN). The zero value means
 	// DHCP, or, with managed SDN, the address the static layout gives.

@@ -3,6 +3,8 @@ package machineconfig
 import (
 	"fmt"
 
+	"github.com/siderolabs/talos/pkg/machinery/constants"
+
 	"github.com/talosc/talosc/pkg/config"
 )
 
@@ -16,23 +18,28 @@ const returnPathTable = "taloscluster_return_path"
 // which arrived on the external NIC back out of it (Proxmox with an
 // ingress_pool): it marks such connections in conntrack and copies the mark
 // onto reply packets, which routing rule 1001 sends to table 100. The pod
-// uses the kube-proxy image (it ships nft) at the node's Kubernetes
-// version, which is the RUNNING version for existing nodes, so no node pulls
-// the target version before its upgrade step (I-R12).
+// uses the kube-proxy image (it ships nft) at the version kube-proxy runs
+// at on the node (Images.Proxy's tag mid-upgrade, else the node's
+// Kubernetes version, the RUNNING one for existing nodes), so no node
+// pulls the target version before its upgrade step (I-R12).
 func returnPathPatch(cfg *config.Cluster, n Node) (NamedPatch, error) {
 	contract, err := ContractFor(n.TalosVersion)
 	if err != nil {
 		return NamedPatch{}, err
 	}
-	kube, err := config.ParseVersion(n.KubernetesVersion)
+	version := n.KubernetesVersion
+	if n.Images.Proxy != "" {
+		version = imageTag(n.Images.Proxy)
+	}
+	kube, err := config.ParseVersion(version)
 	if err != nil {
-		return NamedPatch{}, fmt.Errorf("proxmox return path: kubernetes version: %w", err)
+		return NamedPatch{}, fmt.Errorf("proxmox return path: kube-proxy version: %w", err)
 	}
 	mac, err := n.mac(cfg.Name, 1)
 	if err != nil {
 		return NamedPatch{}, err
 	}
-	pod := returnPathPodSpec("registry.k8s.io/kube-proxy:"+kube.String(), returnPathScript(mac, cfg.Network.External.CIDR.Masked().String()))
+	pod := returnPathPodSpec(constants.KubeProxyImage+":"+kube.String(), returnPathScript(mac, cfg.Network.External.CIDR.Masked().String()))
 	if !contract.MultidocKubernetesConfigSupported() {
 		return patch(PatchProxmoxReturnPath, m{"machine": m{"pods": []any{pod}}})
 	}

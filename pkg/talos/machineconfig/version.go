@@ -7,6 +7,7 @@ import (
 	talosconfig "github.com/siderolabs/talos/pkg/machinery/config"
 
 	"github.com/talosc/talosc/pkg/config"
+	"github.com/talosc/talosc/pkg/upgrade"
 )
 
 // Contract bounds. The oldest is the oldest Talos release talosc accepts
@@ -89,7 +90,7 @@ func KubernetesVersion(q KubeVersionQuery) (string, error) {
 		return "", fmt.Errorf("running kubernetes version: %w", err)
 	}
 	if target.Compare(running) < 0 {
-		return "", fmt.Errorf("kubernetes.version %s is older than the running %s; kubernetes downgrades are not supported", target, running)
+		return "", &upgrade.DowngradeError{Key: upgrade.KeyKubernetes, Pinned: target.String(), Running: running.String()}
 	}
 	if q.Existing {
 		return running.String(), nil
