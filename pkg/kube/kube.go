@@ -1,14 +1,17 @@
 // Package kube is the Kubernetes API as the nodes phase uses it, through
 // client-go: probing whether the cluster is up (the only input to "needs
-// bootstrap", I-3), reading its version and nodes, waiting for nodes to be
-// Ready, and the day-2 node operations (cordon, drain, uncordon, delete).
+// bootstrap", I-3), reading its version, nodes and control-plane static
+// pods, waiting for nodes to be Ready, the day-2 node operations (cordon,
+// drain, uncordon, delete) and the server-side apply of bootstrap
+// manifests.
 //
 // Every request is bounded by Options.Timeout (kubectl's
 // --request-timeout=10s, I-X1), and its error names the request ("kube list
 // nodes: timed out after 10s").
 //
 // The client is client-go's REST client over a scheme of only the groups
-// used here (core/v1, policy/v1), not a kubernetes.Clientset: the
+// used here (core/v1, policy/v1; other objects travel as JSON or
+// unstructured), not a kubernetes.Clientset: the
 // Clientset's scheme registers every API group and links all of k8s.io/api
 // (about 15 MB of every binary that imports this package).
 package kube
@@ -63,6 +66,10 @@ type Client struct {
 	params runtime.ParameterCodec
 	opts   Options
 	server string
+	// base is the kubeconfig's REST configuration (see RESTConfig).
+	base *rest.Config
+	// disc caches Apply's API discovery.
+	disc discovery
 }
 
 // Server is the API server URL the client talks to.
@@ -111,12 +118,19 @@ func fromConfig(cfg *clientcmdapi.Config, o Options) (*Client, error) {
 	// No client-side rate limit: talosc's polls are few and paced, and a
 	// limiter wait must never eat a request's budget.
 	rc.QPS = -1
+	base := rest.CopyConfig(rc)
 	core, params, err := coreClient(rc)
 	if err != nil {
 		return nil, err
 	}
-	return &Client{core: core, params: params, opts: o, server: rc.Host}, nil
+	return &Client{core: core, params: params, opts: o, server: rc.Host, base: base}, nil
 }
+
+// RESTConfig returns a copy of the client's REST configuration (the
+// kubeconfig's, with the request timeout and no client-side rate limit),
+// for clients built elsewhere: go-kubernetes' upgrade.NewChecks makes its
+// dynamic client from it.
+func (c *Client) RESTConfig() *rest.Config { return rest.CopyConfig(c.base) }
 
 // coreClient is a REST client for /api/v1, configured as client-go's
 // generated core/v1 client configures itself but with a scheme of only the

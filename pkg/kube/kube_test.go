@@ -66,6 +66,9 @@ func TestKube(t *testing.T) { //nolint:tparallel // the fault subtests must run 
 		t.Run("drain budget", func(t *testing.T) { t.Parallel(); checkDrainBudget(t, srv, k) })
 		t.Run("drain refuses unmanaged", func(t *testing.T) { t.Parallel(); checkDrainRefusesUnmanaged(t, srv, k) })
 		t.Run("node ops", func(t *testing.T) { t.Parallel(); checkNodeOps(t, srv, k) })
+		t.Run("static pods", func(t *testing.T) { t.Parallel(); checkStaticPods(t, srv, k) })
+		t.Run("apply", func(t *testing.T) { t.Parallel(); checkApply(t, srv, k) })
+		t.Run("apply crd", func(t *testing.T) { t.Parallel(); checkApplyCRD(t, k) })
 		t.Run("server version", func(t *testing.T) {
 			t.Parallel()
 			if v, err := k.ServerVersion(t.Context()); err != nil || !strings.HasPrefix(v, "v1.") {
