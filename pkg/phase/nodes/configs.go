@@ -67,10 +67,3 @@ func (r *run) configInput() (machineconfig.Input, *factory.InstallerPlan, error)
 	k := r.obs.netKubernetes()
 	return ConfigInput(r.cfg, r.id, k.Advertised, k.VIP, installers.ByPool, r.cloud.Project()), installers, nil
 }
-
-// generate is m's configuration at the pinned versions: a new machine's
-// targets, and an existing one's running versions, which preflight and
-// checkVersions hold to the pins.
-func (r *run) generate(input machineconfig.Input, m config.Machine) (*machineconfig.Config, error) {
-	return machineconfig.Generate(input, machineconfig.Node{Machine: m, TalosVersion: r.cfg.Talos.Version, KubernetesVersion: r.cfg.Kubernetes.Version})
-}

@@ -139,16 +139,16 @@ func (r *run) recoverKubeconfig(ctx context.Context, path string) (bool, error) 
 }
 
 // checkVersions reads the running Kubernetes version of an up cluster:
-// configs are never generated against an unknown one (I-13), nor against
-// another than the pin.
+// configs are never generated against an unknown one (I-13), and a pin
+// older than it is refused (I-12).
 func (r *run) checkVersions(ctx context.Context) error {
 	kc, err := r.obs.kubeClient()
 	if err != nil {
 		return err
 	}
-	running, err := kc.ServerVersion(ctx)
+	running, err := r.apiVersion(ctx, kc)
 	if err != nil {
-		return fmt.Errorf("could not determine the running cluster's kubernetes version while the kube-api is up; refusing to generate machine configs against an unknown version: %w", err)
+		return err
 	}
 	return preflight.CompareVersion("kubernetes", r.cfg.Kubernetes.Version, running)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/talosc/talosc/pkg/kube"
 	"github.com/talosc/talosc/pkg/phase"
 	"github.com/talosc/talosc/pkg/provider"
+	"github.com/talosc/talosc/pkg/talos/machineconfig"
 )
 
 // observed is what one run knows of the cluster, built once (validate and
@@ -31,6 +32,10 @@ type observed struct {
 	nodes    []kube.Node
 	nodesErr error
 
+	// images are the Kubernetes images of each existing node's running
+	// configuration, by hostname, as last read or applied.
+	images map[string]machineconfig.KubernetesImages
+
 	// leaving are the addresses of the control planes a scale-down
 	// removes, by hostname, while they are still members.
 	leaving map[string]string
@@ -44,7 +49,9 @@ type observed struct {
 	talosAt string
 }
 
-func newObserved(r *run, s seams) *observed { return &observed{r: r, seams: s} }
+func newObserved(r *run, s seams) *observed {
+	return &observed{r: r, seams: s, images: map[string]machineconfig.KubernetesImages{}}
+}
 
 // close ends the Talos session.
 func (o *observed) close() {

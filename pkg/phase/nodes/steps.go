@@ -16,8 +16,10 @@ type step struct {
 
 // steps is the converge, in the order of the reference's §3.1: nothing
 // is removed, applied or restarted before the run knows the cluster is up
-// (discover), removals come before applies and applies before new machines
-// (I-R1), the cluster is bootstrapped only when it is not up, and the
+// (discover), removals come before applies, applies before the Kubernetes
+// upgrade (which alone moves existing nodes' Kubernetes versions) and that
+// before new machines (I-R1), which boot at the pinned versions; the
+// cluster is bootstrapped only when it is not up, and the
 // final health check, cordons and provider finalization run only for real.
 func (r *run) steps() []step {
 	return []step{
@@ -27,6 +29,7 @@ func (r *run) steps() []step {
 		{"versions", (*run).isUp, (*run).checkVersions},
 		{"scale-down", (*run).isUp, (*run).scaleDown},
 		{"apply", (*run).isUp, (*run).applyConfigs},
+		{"upgrade-kubernetes", (*run).isUp, (*run).upgradeKubernetes},
 		{"compute", nil, (*run).compute},
 		{"addresses", nil, (*run).resolveAddresses},
 		{"talosconfig", nil, (*run).writeTalosconfig},
