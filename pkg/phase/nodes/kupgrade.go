@@ -165,8 +165,8 @@ func (r *run) kubeNodes(ctx context.Context) (nodes []kubeNode, unseen []string,
 		if err != nil {
 			return nil, nil, err
 		}
-		addr := func(i int) string { a, _ := r.obs.address(unread[i].Hostname); return a }
-		if _, err := r.readRunning(ctx, c, unread, addr); err != nil {
+		address := func(i int) string { a, _ := r.obs.address(unread[i].Hostname); return a }
+		if _, err := r.readRunning(ctx, c, unread, address); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -212,12 +212,9 @@ func (r *run) kubeSteps(ctx context.Context, lowest, target config.Version) ([]c
 
 // kubeStep carries out (or, in a dry run, records) one step: its checks,
 // its image pulls, its changes in order, then the bootstrap manifests
-// and, for real, the API server's version. A step with nothing left to
-// change (done by an earlier, killed run) is skipped.
+// and, for real, the API server's version. Every step has changes: its
+// version is above the lowest running one.
 func (r *run) kubeStep(ctx context.Context, input machineconfig.Input, nodes []kubeNode, st kubeStep) error {
-	if len(st.changes) == 0 {
-		return nil
-	}
 	if err := r.kubeChecks(ctx, nodes, st); err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/siderolabs/talos/pkg/machinery/resources/k8s"
 
 	"github.com/talosc/talosc/pkg/config"
+	"github.com/talosc/talosc/pkg/kube"
 	"github.com/talosc/talosc/pkg/talos/machineconfig"
 )
 
@@ -195,22 +196,29 @@ func TestKubernetesUpgradeRefusals(t *testing.T) {
 		name    string
 		target  string
 		initial func(config.Machine) machineconfig.KubernetesImages
-		fault   func(*kubeFake)
+		fault   func(*run, *kubeFake)
 		want    string
 	}{
 		{
 			"API version unreadable", "v1.36.1", at("v1.34.3"),
-			func(f *kubeFake) { f.versionErr = errors.New("server version: timed out") },
+			func(_ *run, f *kubeFake) { f.versionErr = errors.New("server version: timed out") },
 			"could not determine the running cluster's kubernetes version while the kube-api is up; refusing",
 		},
 		{
 			"API unstable", "v1.36.1", at("v1.34.3"),
-			func(f *kubeFake) { f.unstable = true },
+			func(_ *run, f *kubeFake) { f.unstable = true },
 			"kube-api did not stabilize before k8s upgrade",
 		},
 		{
+			"a control plane that is no Kubernetes node", "v1.36.1", at("v1.34.3"),
+			func(r *run, _ *kubeFake) {
+				r.obs.nodes = slices.DeleteFunc(r.obs.nodes, func(n kube.Node) bool { return n.Name == "t-controlplane-03" })
+			},
+			"control plane(s) t-controlplane-03 not visible through kubeconfig",
+		},
+		{
 			"a kubelet tag that is no version", "v1.36.1", at("v1.34.3"),
-			func(f *kubeFake) {
+			func(_ *run, f *kubeFake) {
 				n := f.nodes["127.0.0.14"]
 				n.config = bytes.ReplaceAll(n.config, []byte("kubelet:v1.34.3"), []byte("kubelet:latest"))
 			},
@@ -232,7 +240,7 @@ func TestKubernetesUpgradeRefusals(t *testing.T) {
 			t.Parallel()
 			r, f := newKubeFake(t, false, tc.target, tc.initial)
 			if tc.fault != nil {
-				tc.fault(f)
+				tc.fault(r, f)
 			}
 			err := r.upgradeKubernetes(t.Context())
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
