@@ -119,7 +119,7 @@ func (r *run) configDrift(ctx context.Context) ([]pendingApply, error) {
 	if err != nil {
 		return nil, err
 	}
-	running, err := r.readRunning(ctx, c, existing, func(i int) string { return pending[i].address })
+	running, err := r.readRunningImages(ctx, c, existing, func(i int) string { return pending[i].address })
 	if err != nil {
 		return nil, err
 	}

@@ -139,8 +139,8 @@ func (r *run) recoverKubeconfig(ctx context.Context, path string) (bool, error) 
 }
 
 // checkVersions reads the running Kubernetes version of an up cluster:
-// configs are never generated against an unknown one (I-13), and a pin
-// older than it is refused (I-12).
+// configs are never generated against an unknown one (I-13), nor against
+// another than the pin.
 func (r *run) checkVersions(ctx context.Context) error {
 	kc, err := r.obs.kubeClient()
 	if err != nil {

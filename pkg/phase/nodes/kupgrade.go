@@ -166,7 +166,7 @@ func (r *run) kubeNodes(ctx context.Context) (nodes []kubeNode, unseen []string,
 			return nil, nil, err
 		}
 		address := func(i int) string { a, _ := r.obs.address(unread[i].Hostname); return a }
-		if _, err := r.readRunning(ctx, c, unread, address); err != nil {
+		if _, err := r.readRunningImages(ctx, c, unread, address); err != nil {
 			return nil, nil, err
 		}
 	}

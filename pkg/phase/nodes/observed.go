@@ -32,10 +32,6 @@ type observed struct {
 	nodes    []kube.Node
 	nodesErr error
 
-	// images are the Kubernetes images of each existing node's running
-	// configuration, by hostname, as last read or applied.
-	images map[string]machineconfig.KubernetesImages
-
 	// leaving are the addresses of the control planes a scale-down
 	// removes, by hostname, while they are still members.
 	leaving map[string]string
@@ -47,6 +43,11 @@ type observed struct {
 	talos talosAPI
 	// talosAt is the endpoint talos was dialled at.
 	talosAt string
+
+	// images are the Kubernetes images of each existing node's running
+	// configuration, by hostname, as last read or applied (by one
+	// goroutine at a time).
+	images map[string]machineconfig.KubernetesImages
 }
 
 func newObserved(r *run, s seams) *observed {

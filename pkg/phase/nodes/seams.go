@@ -28,13 +28,13 @@ type talosAPI interface {
 	EtcdForfeitLeadership(ctx context.Context, node string) error
 	Reset(ctx context.Context, node string, o talosapi.ResetOptions) error
 	Health(ctx context.Context, o talosapi.HealthOptions) error
+	Close() error
 	PullImage(ctx context.Context, node, ref string, system bool) error
 	ConfigVersion(ctx context.Context, node, component string) (uint64, error)
 	Manifests(ctx context.Context, node string) ([]map[string]any, error)
 	// COSI is the session's resource state (go-kubernetes' upgrade checks
 	// read each node's through it).
 	COSI() state.State
-	Close() error
 }
 
 // kubeAPI is what the nodes phase asks of Kubernetes; *kube.Client

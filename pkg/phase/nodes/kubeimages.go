@@ -11,12 +11,12 @@ import (
 	"github.com/talosc/talosc/pkg/talos/machineconfig"
 )
 
-// readRunning reads the running configuration of every machine (at
+// readRunningImages reads the running configuration of every machine (at
 // address(i)) through the first control plane, several at a time, and
 // remembers the Kubernetes images each one gives its components in
 // obs.images. A node that does not answer, or whose images cannot be
 // read, fails the read: its state is unknown.
-func (r *run) readRunning(ctx context.Context, c talosAPI, ms []config.Machine, address func(i int) string) ([][]byte, error) {
+func (r *run) readRunningImages(ctx context.Context, c talosAPI, ms []config.Machine, address func(i int) string) ([][]byte, error) {
 	hosts := make([]string, len(ms))
 	for i, m := range ms {
 		hosts[i] = m.Hostname
@@ -57,26 +57,4 @@ func onEachNode(ctx context.Context, hosts []string, fn func(ctx context.Context
 			len(unread), strings.Join(unread, "; "))
 	}
 	return ctx.Err()
-}
-
-// generate is m's configuration at the pinned Talos version (which
-// preflight and the Talos upgrade hold every node to). A new machine
-// (images zero) boots at the pinned Kubernetes version; an existing one is
-// generated at the images it runs, so that only the Kubernetes upgrade
-// moves its components (one step, component and node at a time, I-13),
-// and at the lowest version they run for what follows the node's version
-// (the Proxmox return path's kube-proxy, I-R12).
-func (r *run) generate(input machineconfig.Input, m config.Machine, images machineconfig.KubernetesImages) (*machineconfig.Config, error) {
-	n := machineconfig.Node{Machine: m, TalosVersion: r.cfg.Talos.Version, KubernetesVersion: r.cfg.Kubernetes.Version}
-	if images != (machineconfig.KubernetesImages{}) {
-		v, err := lowestKubernetes([]kubeNode{{machine: m, images: images}})
-		if err != nil {
-			return nil, err
-		}
-		if m.Role != config.RoleControlPlane {
-			images = machineconfig.KubernetesImages{Kubelet: images.Kubelet} // a worker runs no other component
-		}
-		n.KubernetesVersion, n.Images = v.String(), images
-	}
-	return machineconfig.Generate(input, n)
 }
