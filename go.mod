@@ -14,6 +14,7 @@ require (
 	github.com/luthermonson/go-proxmox v0.9.0
 	github.com/rogpeppe/go-internal v1.16.0
 	github.com/siderolabs/crypto v0.6.5
+	github.com/siderolabs/go-kubernetes v0.2.41
 	github.com/spf13/cobra v1.10.2
 	github.com/ulikunitz/xz v0.5.15
 	golang.org/x/term v0.48.0

@@ -3,16 +3,11 @@ package nodes
 import (
 	"context"
 	"fmt"
-	"strings"
-	"sync"
 
 	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/state"
 	"github.com/talosc/talosc/pkg/talos/configdiff"
 )
-
-// driftReads bounds the machine-config reads in flight at once.
-const driftReads = 8
 
 // pendingApply is one node whose running configuration differs from
 // cluster.yaml's.
@@ -72,28 +67,33 @@ func (r *run) applyOp(p pendingApply) op {
 	o.settled = func() bool { return rebooted }
 	o.actions = []action{{
 		change: state.Change{Action: state.ActionUpdate, Kind: KindMachineConfig, Name: m.Hostname, Detail: p.detail, Diff: p.diff},
-		fn: func(ctx context.Context) error {
-			c, _, err := r.obs.talosSession(ctx)
-			if err != nil {
-				return err
-			}
-			res, err := c.ApplyConfiguration(ctx, p.address, p.config, false)
-			if err != nil {
-				return err
-			}
-			if !res.Reboot {
-				return nil
-			}
-			rebooted = true
-			r.in.Out.Info("%s reboots to apply its configuration", m.Hostname)
-			return r.nodeBack(ctx, m, res.BootID, r.scaled(settleGrace))
+		fn: func(ctx context.Context) (err error) {
+			rebooted, err = r.applyConfig(ctx, m, p.address, p.config)
+			return err
 		},
 	}}
 	return o
 }
 
+// applyConfig applies a node's whole configuration (mode auto) and, when
+// the node answers that it reboots for it, waits for it to come back.
+func (r *run) applyConfig(ctx context.Context, m config.Machine, address string, data []byte) (rebooted bool, err error) {
+	c, _, err := r.obs.talosSession(ctx)
+	if err != nil {
+		return false, err
+	}
+	res, err := c.ApplyConfiguration(ctx, address, data, false)
+	if err != nil || !res.Reboot {
+		return false, err
+	}
+	r.in.Out.Info("%s reboots to apply its configuration", m.Hostname)
+	return true, r.nodeBack(ctx, m, res.BootID, r.scaled(settleGrace))
+}
+
 // configDrift returns, in machine order, every existing desired node
-// whose running configuration differs from the generated one.
+// whose running configuration differs from the generated one. Each
+// node's configuration is generated at the Kubernetes images it runs
+// (only the Kubernetes upgrade moves those, I-13) and read once.
 func (r *run) configDrift(ctx context.Context) ([]pendingApply, error) {
 	existing, err := r.appliable()
 	if err != nil || len(existing) == 0 {
@@ -109,24 +109,40 @@ func (r *run) configDrift(ctx context.Context) ([]pendingApply, error) {
 	}
 	pending := make([]pendingApply, len(existing))
 	for i, m := range existing {
-		mc, err := r.generate(input, m)
-		if err != nil {
-			return nil, err
-		}
 		addr, ok := r.obs.address(m.Hostname)
 		if !ok {
 			return nil, fmt.Errorf("no address known for %s: its running configuration cannot be compared; refusing to go on with a node in an unknown state", m.Hostname)
 		}
-		pending[i] = pendingApply{machine: m, address: addr, config: mc.Bytes()}
+		pending[i] = pendingApply{machine: m, address: addr}
 	}
-	if err := r.compare(ctx, pending); err != nil {
+	c, _, err := r.obs.talosSession(ctx)
+	if err != nil {
+		return nil, err
+	}
+	running, err := r.readRunningImages(ctx, c, existing, func(i int) string { return pending[i].address })
+	if err != nil {
 		return nil, err
 	}
 	var out []pendingApply
-	for _, p := range pending {
+	for i, p := range pending {
+		mc, err := r.generate(input, p.machine, r.obs.images[p.machine.Hostname])
+		if err != nil {
+			return nil, err
+		}
+		p.config = mc.Bytes()
+		if p.diff, err = configdiff.Diff(running[i], p.config); err != nil {
+			return nil, fmt.Errorf("%s: %w", p.machine.Hostname, err)
+		}
 		if p.diff != "" {
 			out = append(out, p)
 		}
+	}
+	hosts := make([]string, len(out))
+	for i, p := range out {
+		hosts[i] = p.machine.Hostname
+	}
+	if err := onEachNode(ctx, hosts, func(ctx context.Context, i int) error { return r.decideRestart(ctx, c, &out[i]) }); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -152,48 +168,11 @@ func (r *run) appliable() ([]config.Machine, error) {
 	return out, nil
 }
 
-// compare reads every node's running configuration and Talos version
-// through the first control plane, driftReads at a time, diffs it,
-// redacted, against the desired one, and decides whether applying it
-// restarts the node. Any node that does not answer fails the comparison.
-func (r *run) compare(ctx context.Context, pending []pendingApply) error {
-	c, _, err := r.obs.talosSession(ctx)
-	if err != nil {
-		return err
-	}
-	errs := make([]error, len(pending))
-	sem := make(chan struct{}, driftReads)
-	var wg sync.WaitGroup
-	for i := range pending {
-		p := &pending[i]
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			errs[i] = r.compareOne(ctx, c, p)
-		})
-	}
-	wg.Wait()
-	var unread []string
-	for i, err := range errs {
-		if err != nil {
-			unread = append(unread, fmt.Sprintf("%s: %v", pending[i].machine.Hostname, err))
-		}
-	}
-	if len(unread) > 0 {
-		return fmt.Errorf("the running configuration of %d node(s) could not be read, so whether they need changes is unknown; refusing to go on (bring them back, or remove them from cluster.yaml): %s",
-			len(unread), strings.Join(unread, "; "))
-	}
-	return ctx.Err()
-}
-
-func (r *run) compareOne(ctx context.Context, c talosAPI, p *pendingApply) error {
-	running, err := c.MachineConfig(ctx, p.address)
-	if err != nil {
-		return err
-	}
-	if p.diff, err = configdiff.Diff(running, p.config); err != nil || p.diff == "" {
-		return err
-	}
+// decideRestart reads a drifted node's Talos version and decides whether
+// applying its configuration restarts it: never from Talos 1.14, else as
+// the node's own dry run says.
+func (r *run) decideRestart(ctx context.Context, c talosAPI, p *pendingApply) error {
+	var err error
 	if p.talos, err = c.Version(ctx, p.address); err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/provider"
 	"github.com/talosc/talosc/pkg/state"
+	"github.com/talosc/talosc/pkg/talos/machineconfig"
 )
 
 // compute brings existing machines in line with what the provider manages
@@ -54,7 +55,7 @@ func (r *run) createMachines(ctx context.Context) error {
 	}
 	specs := make([]provider.MachineSpec, 0, len(missing))
 	for _, m := range missing {
-		mc, err := r.generate(input, m)
+		mc, err := r.generate(input, m, machineconfig.KubernetesImages{})
 		if err != nil {
 			return err
 		}

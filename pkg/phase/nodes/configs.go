@@ -68,8 +68,24 @@ func (r *run) configInput() (machineconfig.Input, *factory.InstallerPlan, error)
 	return ConfigInput(r.cfg, r.id, k.Advertised, k.VIP, installers.ByPool, r.cloud.Project()), installers, nil
 }
 
-// generate is m's configuration: for the Talos version it runs (the pin
-// for a new machine) and the pinned Kubernetes version.
-func (r *run) generate(input machineconfig.Input, m config.Machine) (*machineconfig.Config, error) {
-	return machineconfig.Generate(input, machineconfig.Node{Machine: m, TalosVersion: r.talosVersionOf(m), KubernetesVersion: r.cfg.Kubernetes.Version})
+// generate is m's configuration for the Talos version it runs (the pin
+// for a new machine: its document layout). A new machine
+// (images zero) boots at the pinned Kubernetes version; an existing one is
+// generated at the images it runs, so that only the Kubernetes upgrade
+// moves its components (one step, component and node at a time, I-13),
+// and at the lowest version they run for what follows the node's version
+// (the Proxmox return path's kube-proxy, I-R12).
+func (r *run) generate(input machineconfig.Input, m config.Machine, images machineconfig.KubernetesImages) (*machineconfig.Config, error) {
+	n := machineconfig.Node{Machine: m, TalosVersion: r.talosVersionOf(m), KubernetesVersion: r.cfg.Kubernetes.Version}
+	if images != (machineconfig.KubernetesImages{}) {
+		v, err := lowestKubernetes([]kubeNode{{machine: m, images: images}})
+		if err != nil {
+			return nil, err
+		}
+		if m.Role != config.RoleControlPlane {
+			images = machineconfig.KubernetesImages{Kubelet: images.Kubelet} // a worker runs no other component
+		}
+		n.KubernetesVersion, n.Images = v.String(), images
+	}
+	return machineconfig.Generate(input, n)
 }

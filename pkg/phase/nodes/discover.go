@@ -149,9 +149,9 @@ func (r *run) checkVersions(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	running, err := kc.ServerVersion(ctx)
+	running, err := r.apiVersion(ctx, kc)
 	if err != nil {
-		return fmt.Errorf("could not determine the running cluster's kubernetes version while the kube-api is up; refusing to generate machine configs against an unknown version: %w", err)
+		return err
 	}
 	return preflight.CompareVersion("kubernetes", r.cfg.Kubernetes.Version, running)
 }

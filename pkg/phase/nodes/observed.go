@@ -13,6 +13,7 @@ import (
 	"github.com/talosc/talosc/pkg/kube"
 	"github.com/talosc/talosc/pkg/phase"
 	"github.com/talosc/talosc/pkg/provider"
+	"github.com/talosc/talosc/pkg/talos/machineconfig"
 )
 
 // observed is what one run knows of the cluster, built once (validate and
@@ -46,9 +47,16 @@ type observed struct {
 	talos talosAPI
 	// talosAt is the endpoint talos was dialled at.
 	talosAt string
+
+	// images are the Kubernetes images of each existing node's running
+	// configuration, by hostname, as last read or applied (by one
+	// goroutine at a time).
+	images map[string]machineconfig.KubernetesImages
 }
 
-func newObserved(r *run, s seams) *observed { return &observed{r: r, seams: s} }
+func newObserved(r *run, s seams) *observed {
+	return &observed{r: r, seams: s, images: map[string]machineconfig.KubernetesImages{}}
+}
 
 // close ends the Talos session.
 func (o *observed) close() {

@@ -2,7 +2,8 @@
 // their Talos configurations, bootstrap, the kubeconfig and talosconfig, and
 // the health of the whole cluster, then day 2 on a live cluster: machines
 // cluster.yaml no longer wants are drained, reset and deleted, changed
-// machine configurations are rolled out, and leftover cordons lifted.
+// machine configurations are rolled out, Kubernetes is upgraded one minor
+// at a time when kubernetes.version moves, and leftover cordons lifted.
 //
 // A converge is one ordered list of steps (steps.go, in the order of the
 // reference's §3.1), each a method over one run. What the run observed of

@@ -4,6 +4,9 @@ import (
 	"context"
 	"time"
 
+	"github.com/cosi-project/runtime/pkg/state"
+	"k8s.io/client-go/rest"
+
 	"github.com/talosc/talosc/pkg/kube"
 	"github.com/talosc/talosc/pkg/phase"
 	"github.com/talosc/talosc/pkg/talos/identity"
@@ -29,6 +32,12 @@ type talosAPI interface {
 	Upgrade(ctx context.Context, node, installer string, progress func(string)) error
 	Reboot(ctx context.Context, node string) (previousBootID string, err error)
 	Close() error
+	PullImage(ctx context.Context, node, ref string, system bool) error
+	ConfigVersion(ctx context.Context, node, component string) (uint64, error)
+	Manifests(ctx context.Context, node string) ([]map[string]any, error)
+	// COSI is the session's resource state (go-kubernetes' upgrade checks
+	// read each node's through it).
+	COSI() state.State
 }
 
 // kubeAPI is what the nodes phase asks of Kubernetes; *kube.Client
@@ -41,6 +50,11 @@ type kubeAPI interface {
 	Drain(ctx context.Context, node string, o kube.DrainOptions) error
 	Uncordon(ctx context.Context, node string) error
 	DeleteNode(ctx context.Context, node string) error
+	StaticPods(ctx context.Context, component string) ([]kube.StaticPod, error)
+	Apply(ctx context.Context, obj map[string]any, fieldManager string) error
+	// RESTConfig is the client's configuration (go-kubernetes' upgrade
+	// checks list removed API resources with it).
+	RESTConfig() *rest.Config
 }
 
 // seams connect the phase to Talos and Kubernetes; tests replace them.

@@ -16,10 +16,12 @@ type step struct {
 
 // steps is the converge, in the order of the reference's §3.1: nothing
 // is removed, applied or restarted before the run knows the cluster is up
-// (discover), removals come before applies and applies before new machines
-// (I-R1), leftover cordons are lifted before anything is rolled out (a
-// cordoned node fails Talos's health barrier), the cluster is
-// bootstrapped only when it is not up, and the final health check and
+// (discover), removals come before applies, applies before the upgrades
+// (Talos first, then Kubernetes, which alone moves existing nodes'
+// Kubernetes versions) and those before new machines (I-R1), which boot
+// at the pinned versions; leftover cordons are lifted before anything is
+// rolled out (a cordoned node fails Talos's health barrier); the cluster
+// is bootstrapped only when it is not up, and the final health check and
 // provider finalization run only for real.
 func (r *run) steps() []step {
 	return []step{
@@ -31,6 +33,7 @@ func (r *run) steps() []step {
 		{"scale-down", (*run).isUp, (*run).scaleDown},
 		{"apply", (*run).isUp, (*run).applyConfigs},
 		{"upgrade-talos", (*run).isUp, (*run).upgradeTalos},
+		{"upgrade-kubernetes", (*run).isUp, (*run).upgradeKubernetes},
 		{"compute", nil, (*run).compute},
 		{"addresses", nil, (*run).resolveAddresses},
 		{"talosconfig", nil, (*run).writeTalosconfig},
