@@ -19,11 +19,7 @@ import (
 // planes' static pods and the kubelets' arguments, and removed API
 // resources still in use. What they find is shown as they word it.
 func (r *run) kubeChecks(ctx context.Context, nodes []kubeNode, st kubeStep) error {
-	c, _, err := r.obs.talosSession(ctx)
-	if err != nil {
-		return err
-	}
-	kc, err := r.obs.kubeClient()
+	c, kc, err := r.obs.clients(ctx)
 	if err != nil {
 		return err
 	}
@@ -144,11 +140,7 @@ func (r *run) syncManifests(ctx context.Context) error {
 	if !ok {
 		return fmt.Errorf("no address known for %s", r.cp1().Hostname)
 	}
-	c, _, err := r.obs.talosSession(ctx)
-	if err != nil {
-		return err
-	}
-	kc, err := r.obs.kubeClient()
+	c, kc, err := r.obs.clients(ctx)
 	if err != nil {
 		return err
 	}

@@ -145,6 +145,16 @@ func (o *observed) runningOf(host string) (running, bool) {
 	return v, ok
 }
 
+// clients are the Talos session and the Kubernetes client together.
+func (o *observed) clients(ctx context.Context) (talosAPI, kubeAPI, error) {
+	c, _, err := o.talosSession(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	kc, err := o.kubeClient()
+	return c, kc, err
+}
+
 // refreshInventory reads the owned machines again.
 func (o *observed) refreshInventory(ctx context.Context) error {
 	inv, err := o.r.cloud.Inventory(ctx, o.r.cfg)
