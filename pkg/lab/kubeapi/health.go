@@ -172,7 +172,7 @@ func controlPlaneReady(ctx context.Context, cs kubernetes.Interface, controlPlan
 		var notReady []string
 		for i := range pods.Items {
 			// as Talos: a pod without a Ready condition yet is not counted
-			if ready := podCondition(&pods.Items[i], corev1.PodReady); ready != "" && ready != corev1.ConditionTrue {
+			if ready := podReadiness(&pods.Items[i]); ready != "" && ready != corev1.ConditionTrue {
 				notReady = append(notReady, pods.Items[i].Name)
 			}
 		}
@@ -183,10 +183,11 @@ func controlPlaneReady(ctx context.Context, cs kubernetes.Interface, controlPlan
 	return nil
 }
 
-// podCondition is the status of a pod's condition, "" when it has none.
-func podCondition(p *corev1.Pod, t corev1.PodConditionType) corev1.ConditionStatus {
+// podReadiness is the status of a pod's Ready condition, "" when it has
+// none.
+func podReadiness(p *corev1.Pod) corev1.ConditionStatus {
 	for _, c := range p.Status.Conditions {
-		if c.Type == t {
+		if c.Type == corev1.PodReady {
 			return c.Status
 		}
 	}
@@ -244,7 +245,7 @@ func podsReady(ctx context.Context, cs kubernetes.Interface, replicas int, selec
 		completed := !slices.ContainsFunc(p.Status.ContainerStatuses, func(c corev1.ContainerStatus) bool { return c.State.Terminated == nil })
 		switch {
 		case p.DeletionTimestamp != nil, p.Status.Phase == corev1.PodFailed, completed:
-		case podCondition(p, corev1.PodReady) == corev1.ConditionTrue:
+		case podReady(p):
 			ready = append(ready, p.Name)
 		default:
 			notReady = append(notReady, p.Name)

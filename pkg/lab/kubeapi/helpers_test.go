@@ -67,7 +67,7 @@ func eventually(t *testing.T, what string, cond func(ctx context.Context) (bool,
 		if ok {
 			return
 		}
-		if err != nil {
+		if err != nil && ctx.Err() == nil {
 			last = err
 		}
 		select {

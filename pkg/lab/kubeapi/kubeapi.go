@@ -76,7 +76,8 @@ type Options struct {
 	Version func() string
 }
 
-// Server is a running kube-apiserver with its front door and lab kubelet.
+// Server is a running kube-apiserver with its front door, lab kubelet and
+// controllers.
 type Server struct {
 	addr    string
 	backend string
@@ -95,6 +96,7 @@ type Server struct {
 	admin   *rest.Config
 	client  kubernetes.Interface
 	kubelet *kubelet
+	ctrl    *controllers
 
 	closeOnce sync.Once
 	closeErr  error
@@ -162,6 +164,7 @@ func Start(ctx context.Context, o Options) (_ *Server, err error) {
 		return nil, err
 	}
 	s.kubelet = startKubelet(s.client, o.PodTerminationDelay)
+	s.ctrl = startControllers(s.client, s.kubelet)
 	return s, nil
 }
 
@@ -285,10 +288,12 @@ func (s *Server) Kubeconfig() ([]byte, error) {
 // Exited is closed when the apiserver process has exited.
 func (s *Server) Exited() <-chan struct{} { return s.proc.exited }
 
-// Close stops the lab kubelet, the front door and the apiserver (SIGTERM,
-// then SIGKILL after 15 s). It is safe to call more than once.
+// Close stops the lab's controllers and kubelet, the front door and the
+// apiserver (SIGTERM, then SIGKILL after 15 s). It is safe to call more
+// than once.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
+		s.ctrl.stop()
 		s.kubelet.stop()
 		// Not Shutdown: clients' HTTP/2 connections and watches would hold
 		// it for its whole timeout, and the apiserver goes away anyway.

@@ -123,7 +123,7 @@ func waitMirrorPods(t *testing.T, cs kubernetes.Interface, node string, addr net
 		uids = map[string]types.UID{}
 		for name, p := range pods {
 			got[name] = fmt.Sprintf("%s %s %s %s ready=%s", p.Spec.Containers[0].Image, p.Annotations["talos.dev/config-version"],
-				p.Status.Phase, p.Status.HostIP, podCondition(&p, corev1.PodReady))
+				p.Status.Phase, p.Status.HostIP, podReadiness(&p))
 			uids[name] = p.UID
 		}
 		for _, s := range static {

@@ -121,23 +121,15 @@ func budgetStatus(generation int64, blocked bool) policyv1.PodDisruptionBudgetSt
 	return st
 }
 
-// takesPods reports whether the scheduler would put an ordinary pod on node.
-func takesPods(node *corev1.Node) bool {
-	if node.Spec.Unschedulable {
-		return false
-	}
-	for _, t := range node.Spec.Taints {
-		if t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute {
-			return false
-		}
-	}
-	return true
-}
+// takesPods reports whether the scheduler would put an ordinary pod (no
+// tolerations) on node.
+func takesPods(node *corev1.Node) bool { return fits(node, &corev1.PodSpec{}) }
 
-// Kinds of the workload's owners.
+// Kinds of the workloads' owners.
 const (
 	kindDaemonSet  = "DaemonSet"
 	kindReplicaSet = "ReplicaSet"
+	kindDeployment = "Deployment"
 )
 
 // ensurePod creates the pod of the workload app on node unless it exists,
