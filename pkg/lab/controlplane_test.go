@@ -2,6 +2,7 @@ package lab_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,10 +14,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cosi-project/runtime/pkg/safe"
 	"github.com/google/go-cmp/cmp"
 	clusterapi "github.com/siderolabs/talos/pkg/machinery/api/cluster"
 	"github.com/siderolabs/talos/pkg/machinery/api/machine"
 	"github.com/siderolabs/talos/pkg/machinery/client"
+	"github.com/siderolabs/talos/pkg/machinery/resources/k8s"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -40,9 +43,10 @@ func upgradePatch(v string) string {
 // configured images and are replaced when they change; a Node's
 // kubeletVersion follows its kubelet image, the Node staying Ready;
 // /version follows the apiserver of the control plane holding the API's
-// VIP; the Kubernetes conditions of Talos's health check pass, and fail on
-// a cordoned node and on the Node a reset control plane leaves behind (its
-// mirror pods gone).
+// VIP; the Kubernetes conditions of Talos's health check pass (kube-proxy
+// and CoreDNS SKIP until their bootstrap manifests are applied, then OK),
+// and fail on a cordoned node and on the Node a reset control plane leaves
+// behind (its mirror pods gone).
 func TestKubernetesUpgradeReporting(t *testing.T) {
 	t.Parallel()
 	needKubeAPIServer(t)
@@ -68,7 +72,12 @@ func TestKubernetesUpgradeReporting(t *testing.T) {
 	for _, cp := range cps {
 		before[cp] = waitMirrorPods(t, b, cp, "v1.35.4")
 	}
-	health(t, c, b, 20*time.Second, "")
+	text := health(t, c, b, 20*time.Second, "")
+	for _, skip := range []string{"kube-proxy to report ready", "coredns to report ready"} {
+		if !strings.Contains(text, "waiting for "+skip+": SKIP") {
+			t.Errorf("health check without bootstrap manifests lacks %q: SKIP:\n%s", skip, text)
+		}
+	}
 	checkVersion(t, b, "v1.35.4")
 
 	// a control plane that does not hold the VIP moves on: its mirror
@@ -128,6 +137,51 @@ func TestKubernetesUpgradeReporting(t *testing.T) {
 		t.Fatal(err)
 	}
 	health(t, c, b, 20*time.Second, "", other)
+
+	// the bootstrap manifests the control plane renders, applied as
+	// Talos's manifest sync applies them: kube-proxy and CoreDNS run
+	applyBootstrapManifests(t, c, b, holder)
+	text = health(t, c, b, 20*time.Second, "", other)
+	for _, ok := range []string{"kube-proxy to report ready", "coredns to report ready"} {
+		if !strings.Contains(text, "waiting for "+ok+": OK") {
+			t.Errorf("health check with bootstrap manifests lacks %q: OK:\n%s", ok, text)
+		}
+	}
+}
+
+// applyBootstrapManifests server-side applies the DaemonSets and
+// Deployments of host's Manifest resources (field manager "talos",
+// forced), as upgrade-k8s's manifest sync does.
+func applyBootstrapManifests(t *testing.T, c *osCluster, b *build, host string) {
+	t.Helper()
+	tc, nctx := c.talos(b.addrs[host].String())
+	list, err := safe.StateListAll[*k8s.Manifest](nctx, tc.COSI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	applied := 0
+	for m := range list.All() {
+		for _, item := range m.TypedSpec().Items {
+			resource := map[string]string{"DaemonSet": "daemonsets", "Deployment": "deployments"}[fmt.Sprint(item.Object["kind"])]
+			if resource == "" {
+				continue
+			}
+			meta, _ := item.Object["metadata"].(map[string]any)
+			body, err := json.Marshal(item.Object)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = b.kube.AppsV1().RESTClient().Patch(types.ApplyPatchType).Namespace(fmt.Sprint(meta["namespace"])).Resource(resource).Name(fmt.Sprint(meta["name"])).
+				Param("fieldManager", "talos").Param("force", "true").Body(body).Do(t.Context()).Error()
+			if err != nil {
+				t.Fatalf("apply %s %v: %v", item.Object["kind"], meta["name"], err)
+			}
+			applied++
+		}
+	}
+	if applied != 2 {
+		t.Fatalf("applied %d workloads, want kube-proxy's and CoreDNS's", applied)
+	}
 }
 
 // vipOwner is the control plane holding c's API VIP, once one does.
@@ -211,9 +265,9 @@ func waitKubelet(d *day2, host, v string) {
 
 // health runs Talos's server-side health check on a control plane for the
 // build's machines but those left out: with want "", it must pass with
-// every Kubernetes condition OK; else it must fail within wait, having
-// said want.
-func health(t *testing.T, c *osCluster, b *build, wait time.Duration, want string, leftOut ...string) {
+// every Kubernetes condition OK (or SKIP: kube-proxy, CoreDNS); else it
+// must fail within wait, having said want. It returns what the check said.
+func health(t *testing.T, c *osCluster, b *build, wait time.Duration, want string, leftOut ...string) string {
 	t.Helper()
 	info := &clusterapi.ClusterInfo{}
 	for h, a := range b.addrs {
@@ -232,7 +286,7 @@ func health(t *testing.T, c *osCluster, b *build, wait time.Duration, want strin
 		if err == nil || !strings.Contains(text, want) {
 			t.Fatalf("health check: %v, want a failure saying %q:\n%s", err, want, text)
 		}
-		return
+		return text
 	}
 	if err != nil {
 		t.Fatalf("health check: %v\n%s", err, text)
@@ -242,6 +296,7 @@ func health(t *testing.T, c *osCluster, b *build, wait time.Duration, want strin
 			t.Errorf("health check lacks %q: OK:\n%s", ok, text)
 		}
 	}
+	return text
 }
 
 // healthLines streams a health check's progress lines.

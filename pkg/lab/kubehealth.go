@@ -27,7 +27,8 @@ func (k *kubernetes) healthAPI(c *talosnode.Cluster) talosnode.KubeAPI {
 
 // Check asks the cluster's apiserver (kubeapi.Server.Check); without one
 // the condition fails as a client of the endpoint would. A condition that
-// does not apply passes: talosnode offers a KubeAPI no SKIP answer.
+// does not apply (kubeapi.ErrSkip) is talosnode.ErrSkip: the check shows
+// SKIP, as Talos does.
 func (h *kubeHealth) Check(ctx context.Context, condition string, nodes []talosnode.NodeInfo) error {
 	srv := h.k.server(h.cluster.Name())
 	if srv == nil {
@@ -42,8 +43,9 @@ func (h *kubeHealth) Check(ctx context.Context, condition string, nodes []talosn
 			workers = append(workers, n.Address)
 		}
 	}
-	if err := srv.Check(ctx, condition, cps, workers); !errors.Is(err, kubeapi.ErrSkip) {
-		return err
+	err := srv.Check(ctx, condition, cps, workers)
+	if errors.Is(err, kubeapi.ErrSkip) {
+		return talosnode.ErrSkip
 	}
-	return nil
+	return err
 }

@@ -41,6 +41,42 @@
 // complete; it also plays the pod garbage collector (the pods of a deleted
 // lab Node go).
 //
+// Stand-in controllers (started and stopped with the apiserver, on the
+// kubelet loop's informers) run the DaemonSets and Deployments of
+// kube-system, which is where Talos's bootstrap manifests put kube-proxy
+// and CoreDNS; other namespaces are the tests' own and stay untouched:
+//   - a DaemonSet gets one pod on every Node its pods fit (nodeSelector,
+//     taints against its tolerations plus those the DaemonSet controller
+//     adds, so a cordoned or not-ready node keeps its pod), named
+//     <ds>-<5 characters>, controlled by the DaemonSet, labelled from the
+//     template plus controller-revision-hash and pod-template-generation,
+//     with spec.nodeName set; the lab kubelet makes it Running and Ready
+//     once its node is Ready;
+//   - a Deployment runs through a ReplicaSet per template,
+//     <deployment>-<pod-template-hash>, controlled by the Deployment; its
+//     pods (<rs>-<5 characters>, controlled by the ReplicaSet) are
+//     spec.replicas, placed as the scheduler spreads them (the fitting,
+//     uncordoned node running the fewest of them; bound later when none
+//     fits yet); an evicted or deleted pod is replaced, on another node
+//     when its own is cordoned;
+//   - a template change (an image: generation grows) replaces the pods: a
+//     DaemonSet's old pod goes first and the new one follows once it is
+//     gone, a Deployment's new ReplicaSet is scaled to spec.replicas and
+//     the old ones to 0, everywhere at once;
+//   - the status subresource says what the pods are: DaemonSet
+//     desired/current/updated/misscheduled counts, numberReady,
+//     numberAvailable, numberUnavailable; Deployment and ReplicaSet
+//     replicas, updatedReplicas, readyReplicas, availableReplicas (and the
+//     Deployment's Available and Progressing conditions, as kstatus and
+//     kubectl rollout status read them); observedGeneration throughout;
+//   - the pods of a deleted Node go by the kubelet loop's pod garbage
+//     collector, and the controllers replace what is needed elsewhere.
+//
+// Pod names come from a hash rather than a random generateName, so a
+// pod asked for twice while the informer lags is AlreadyExists, not a
+// twin. A burst of changes is one sync (the controllers wait 50 ms), and
+// the API is called only where the pods or the status differ.
+//
 // What a real cluster reports through an upgrade driven by Talos machine
 // configuration applies (talosctl upgrade-k8s):
 //   - /version: the one binary is fixed at v1.35.4, so the front door
@@ -77,24 +113,27 @@
 // it (disruptionsAllowed 1).
 //
 // Not simulated (a real apiserver with no other control-plane component):
-//   - no kube-controller-manager: no Deployments → ReplicaSets → Pods, no
-//     garbage collection of ownerReferences, namespaces stay Terminating, no
-//     "default" ServiceAccounts (the ServiceAccount admission plugin is off),
-//     no PodDisruptionBudget status (a fixture must write it, as
-//     SetDrainBlocked does, or evictions under a PDB get 429 and client-go
-//     retries them), no node lifecycle (nothing marks a silent node; SetReady
-//     does it; no taint-based eviction), no replica counts (an evicted
-//     workload pod is not recreated elsewhere), no CSR approval, no
+//   - no kube-controller-manager but the stand-in controllers above, in
+//     kube-system only: elsewhere no Deployments → ReplicaSets → Pods and
+//     no DaemonSet pods (an evicted lab-workload pod is not recreated);
+//     in kube-system no rollout pacing (maxSurge, maxUnavailable,
+//     minReadySeconds), no revision annotations or history limit, no node
+//     affinity, no failed pods replaced; no garbage collection of
+//     ownerReferences (a deleted DaemonSet or Deployment leaves its pods),
+//     namespaces stay Terminating, no "default" ServiceAccounts (the
+//     ServiceAccount admission plugin is off), no PodDisruptionBudget
+//     status (a fixture must write it, as SetDrainBlocked does, or
+//     evictions under a PDB get 429 and client-go retries them), no node
+//     lifecycle (nothing marks a silent node; SetReady does it; no
+//     taint-based eviction, no pods marked not ready), no CSR approval, no
 //     endpoints/EndpointSlices;
-//   - no scheduler: a pod needs spec.nodeName to run;
+//   - no scheduler: a pod needs spec.nodeName to run (the stand-in
+//     controllers place their own);
 //   - kubelets: no containers, logs, exec, attach or port-forward, no node
 //     Leases or heartbeats, no static pods but the control plane's (and
-//     their mirror pods stay Ready while their node is down), no CNI,
-//     CoreDNS or kube-proxy (a DaemonSet or Deployment applied gets no
-//     pods and no status: the health check skips kube-proxy without a
-//     desired count, and waits for CoreDNS's pods once its Deployment
-//     exists); pods never finish on their own, readiness probes are not
-//     run;
+//     their mirror pods, like every pod, stay Ready while their node is
+//     down), no CNI; kube-proxy's and CoreDNS's pods run nothing; pods
+//     never finish on their own, readiness probes are not run;
 //   - Talos's own control-plane configuration beyond what matters here:
 //     admission plugins and pod security defaults, audit policy, encryption
 //     at rest, the aggregator's APIServices, the service-account issuer URL

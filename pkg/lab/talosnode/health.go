@@ -22,8 +22,12 @@ type clusterServer struct {
 	node *Node
 }
 
-// errSkip is a condition that does not apply (Talos's "SKIP").
-var errSkip = errors.New("SKIP")
+// ErrSkip is a condition that does not apply to the cluster (Talos's
+// conditions.ErrSkipAssertion): the health check reports it as SKIP and
+// goes on, as Talos does. KubeAPI.Check returns it (wrapped or not) for a
+// Kubernetes condition that does not apply, such as kube-proxy with no
+// DaemonSet.
+var ErrSkip = errors.New("SKIP")
 
 // KubernetesChecks are the Kubernetes conditions of the health check, in
 // Talos's order, which KubeAPI.Check is asked about.
@@ -103,7 +107,7 @@ func (n *Node) waitCondition(ctx context.Context, c healthCheck, targets []healt
 		switch {
 		case err == nil:
 			return report(c.name + ": OK")
-		case errors.Is(err, errSkip):
+		case errors.Is(err, ErrSkip):
 			return report(c.name + ": SKIP")
 		}
 		if rerr := report(c.name + ": " + err.Error()); rerr != nil {
@@ -309,11 +313,11 @@ func (n *Node) kubeCheck(name string) func(context.Context, []healthTarget) erro
 	return func(ctx context.Context, targets []healthTarget) error {
 		c := n.Cluster()
 		if c == nil {
-			return errSkip
+			return ErrSkip
 		}
 		api := c.kubeAPI()
 		if api == nil {
-			return errSkip
+			return ErrSkip
 		}
 		infos := make([]NodeInfo, 0, len(targets))
 		for _, t := range targets {
