@@ -2,10 +2,15 @@ package kubeapi
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
@@ -37,7 +42,6 @@ type controllers struct {
 	dss     appslisters.DaemonSetNamespaceLister
 	deps    appslisters.DeploymentNamespaceLister
 	rss     appslisters.ReplicaSetNamespaceLister
-	synced  []cache.InformerSynced
 	queue   workqueue.TypedRateLimitingInterface[controllerKey]
 	cancel  context.CancelFunc
 	done    chan struct{}
@@ -67,13 +71,14 @@ func startControllers(cs kubernetes.Interface, k *kubelet) *controllers {
 	core := k.factory.Core().V1()
 	_, _ = core.Pods().Informer().AddEventHandler(onChange(c.enqueueOwner))
 	_, _ = core.Nodes().Informer().AddEventHandler(onChange(func(any) { c.enqueueAll() }))
+	var synced []cache.InformerSynced
 	for _, inf := range []cache.SharedIndexInformer{dsInf.Informer(), depInf.Informer(), rsInf.Informer(), core.Pods().Informer(), core.Nodes().Informer()} {
-		c.synced = append(c.synced, inf.HasSynced)
+		synced = append(synced, inf.HasSynced)
 	}
 	k.factory.Start(ctx.Done())
 	go func() {
 		defer close(c.done)
-		if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 			return
 		}
 		for c.processNext(ctx) {
@@ -176,4 +181,33 @@ func (c *controllers) ownedPods(owner metav1.Object) []*corev1.Pod {
 func controllerRef(o metav1.Object, kind string) metav1.OwnerReference {
 	yes := true
 	return metav1.OwnerReference{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: kind, Name: o.GetName(), UID: o.GetUID(), Controller: &yes, BlockOwnerDeletion: &yes}
+}
+
+// nodes are the Nodes, by name.
+func (c *controllers) nodes() []*corev1.Node {
+	nodes, _ := c.kubelet.nodes.List(labels.Everything())
+	slices.SortFunc(nodes, func(a, b *corev1.Node) int { return strings.Compare(a.Name, b.Name) })
+	return nodes
+}
+
+// createPod creates pod; one that exists already (asked for again while
+// the informer was behind) is no error.
+func (c *controllers) createPod(ctx context.Context, pod *corev1.Pod) error {
+	if _, err := c.client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("kubeapi: create pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return nil
+}
+
+// deletePods deletes pods gracefully, as a controller does: the lab's
+// kubelet finishes the deletion of a pod on a lab node.
+func (c *controllers) deletePods(ctx context.Context, pods []*corev1.Pod) error {
+	var errs []error
+	for _, p := range pods {
+		err := c.client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			errs = append(errs, fmt.Errorf("kubeapi: delete pod %s/%s: %w", p.Namespace, p.Name, err))
+		}
+	}
+	return errors.Join(errs...)
 }

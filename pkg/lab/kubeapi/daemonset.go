@@ -11,9 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 )
 
 // syncDaemonSet gives the kube-system DaemonSet name one pod on every Node
@@ -124,33 +122,4 @@ func daemonTolerations(spec *corev1.PodSpec) []corev1.Toleration {
 		}
 	}
 	return out
-}
-
-// nodes are the Nodes, by name.
-func (c *controllers) nodes() []*corev1.Node {
-	nodes, _ := c.kubelet.nodes.List(labels.Everything())
-	slices.SortFunc(nodes, func(a, b *corev1.Node) int { return strings.Compare(a.Name, b.Name) })
-	return nodes
-}
-
-// createPod creates pod; one that exists already (asked for again while
-// the informer was behind) is no error.
-func (c *controllers) createPod(ctx context.Context, pod *corev1.Pod) error {
-	if _, err := c.client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("kubeapi: create pod %s/%s: %w", pod.Namespace, pod.Name, err)
-	}
-	return nil
-}
-
-// deletePods deletes pods gracefully, as a controller does: the lab's
-// kubelet finishes the deletion of a pod on a lab node.
-func (c *controllers) deletePods(ctx context.Context, pods []*corev1.Pod) error {
-	var errs []error
-	for _, p := range pods {
-		err := c.client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}})
-		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-			errs = append(errs, fmt.Errorf("kubeapi: delete pod %s/%s: %w", p.Namespace, p.Name, err))
-		}
-	}
-	return errors.Join(errs...)
 }
