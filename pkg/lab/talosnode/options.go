@@ -209,7 +209,7 @@ type KubeAPI interface {
 	// Check evaluates one Kubernetes condition of the health check, named
 	// as Talos names it ("all k8s nodes to report ready", "coredns to report
 	// ready", …, see KubernetesChecks), for the nodes the check expects. It
-	// returns nil once the condition holds.
+	// returns nil once the condition holds, ErrSkip when it does not apply.
 	Check(ctx context.Context, condition string, nodes []NodeInfo) error
 }
 
