@@ -193,7 +193,7 @@ func (r *run) talosUpgradeOp(u talosUpgrade) op {
 					return err
 				}
 				r.in.Out.Info("installing %s on %s", u.installer, host)
-				if err := c.Upgrade(ctx, u.address, u.installer, r.installProgress(host)); err != nil {
+				if err := r.install(ctx, c, u); err != nil {
 					return fmt.Errorf("install of %s on %s failed; stopping the rollout before another node is touched: %w", u.installer, host, err)
 				}
 				return nil
@@ -231,64 +231,4 @@ func upgradeDetail(u talosUpgrade) string {
 		return fmt.Sprintf("reinstall onto %s: %s", u.installer, u.reason)
 	}
 	return fmt.Sprintf("upgrade %s -> %s, installer %s", u.from.talos, u.to, u.installer)
-}
-
-// rebootInto reboots an installed node (a control plane hands etcd
-// leadership away first) and waits for it to boot again, answer at the
-// new version and schematic, and, for a worker, be Ready. A node that
-// boots back into its old installation (Talos rolled it back) fails.
-func (r *run) rebootInto(ctx context.Context, u talosUpgrade) error {
-	m := u.machine
-	c, _, err := r.obs.talosSession(ctx)
-	if err != nil {
-		return err
-	}
-	if m.Role == config.RoleControlPlane && r.cfg.ControlPlane.Count > 1 {
-		if ferr := c.EtcdForfeitLeadership(ctx, u.address); ferr != nil {
-			r.in.Out.Warn("%s: etcd leadership not handed over (%v); rebooting it anyway", m.Hostname, ferr)
-		}
-	}
-	r.in.Out.Info("rebooting %s into %s", m.Hostname, u.to)
-	prev, err := c.Reboot(ctx, u.address)
-	if err != nil {
-		return fmt.Errorf("reboot of %s: %w", m.Hostname, err)
-	}
-	if err := r.nodeBack(ctx, m, prev, r.scaled(upgradeBudget)); err != nil {
-		return fmt.Errorf("%s did not come back after its upgrade; stopping the rollout: %w", m.Hostname, err)
-	}
-	v, err := c.Version(ctx, u.address)
-	if err != nil {
-		return fmt.Errorf("%s came back, but its version cannot be read: %w", m.Hostname, err)
-	}
-	s, err := c.Schematic(ctx, u.address)
-	if err != nil {
-		return fmt.Errorf("%s came back, but its schematic cannot be read: %w", m.Hostname, err)
-	}
-	if v != u.to || s != u.schematic {
-		return fmt.Errorf("%s came back on %s (schematic %s), not %s (schematic %s): Talos rolled the upgrade back; stopping the rollout",
-			m.Hostname, v, shortID(s), u.to, shortID(u.schematic))
-	}
-	r.obs.setRunning(m.Hostname, running{talos: v, schematic: s})
-	return nil
-}
-
-// installProgress reports the installer's lines, throttled.
-func (r *run) installProgress(host string) func(string) {
-	var latest string
-	report := throttle(func(time.Duration) { r.in.Out.Info("  %s: %s", host, latest) })
-	return func(line string) {
-		latest = line
-		report(0)
-	}
-}
-
-// shortID is a schematic ID's first 12 characters ("none" when empty).
-func shortID(id string) string {
-	switch {
-	case id == "":
-		return "none"
-	case len(id) > 12:
-		return id[:12]
-	}
-	return id
 }

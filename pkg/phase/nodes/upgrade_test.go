@@ -30,6 +30,10 @@ type upgradeTalos struct {
 	failInstall string
 	rollback    string
 	members     int
+	// lostInstalls answers that many installs as lost (having run them);
+	// lostReboots that many reboots as lost (having done none).
+	lostInstalls, lostReboots int
+	boots                     map[string]int
 }
 
 func (f *upgradeTalos) logf(format string, args ...any) {
@@ -47,6 +51,10 @@ func (f *upgradeTalos) Upgrade(_ context.Context, node, installer string, _ func
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.installed[host] = running{talos: installer[strings.LastIndex(installer, ":")+1:], schematic: "new"}
+	if f.lostInstalls > 0 {
+		f.lostInstalls--
+		return fmt.Errorf("unavailable (%w: the installer may have run)", talosapi.ErrAnswerLost)
+	}
 	return nil
 }
 
@@ -55,13 +63,24 @@ func (f *upgradeTalos) Reboot(_ context.Context, node string) (string, error) {
 	f.logf("reboot %s", host)
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	prev := fmt.Sprint(f.boots[host])
+	if f.lostReboots > 0 {
+		f.lostReboots--
+		return prev, fmt.Errorf("unavailable (%w: the node may be rebooting)", talosapi.ErrAnswerLost)
+	}
+	f.boots[host]++
 	if v, ok := f.installed[host]; ok && host != f.rollback {
 		f.nodes[host] = v
 	}
-	return "boot-1", nil
+	return prev, nil
 }
 
-func (f *upgradeTalos) WaitRebooted(context.Context, string, string, time.Duration, time.Duration, func(time.Duration)) error {
+func (f *upgradeTalos) WaitRebooted(_ context.Context, node, previous string, _, _ time.Duration, _ func(time.Duration)) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if fmt.Sprint(f.boots[f.names[node]]) == previous {
+		return errors.New("timed out: same boot id")
+	}
 	return nil
 }
 
@@ -117,7 +136,7 @@ func upgradeRun(t *testing.T, dryRun bool, at map[string]string, health ...error
 	t.Helper()
 	r, log := fakeRun(t, dryRun, health...)
 	r.cfg.Talos.Version = "v1.14.1"
-	f := &upgradeTalos{fakeTalos: fakeTalos{log: log, health: health}, names: map[string]string{}, nodes: map[string]running{}, installed: map[string]running{}, members: 3}
+	f := &upgradeTalos{fakeTalos: fakeTalos{log: log, health: health}, names: map[string]string{}, nodes: map[string]running{}, installed: map[string]running{}, members: 3, boots: map[string]int{}}
 	for _, m := range r.desired {
 		a, _ := r.obs.address(m.Hostname)
 		f.names[a] = m.Hostname
@@ -283,5 +302,24 @@ func TestTalosUpgradeResumeBarrierBeforeWorkers(t *testing.T) {
 	}
 	if d := cmp.Diff([]string{"health", "health"}, *f.log); d != "" {
 		t.Errorf("nothing touched (-want +got):\n%s", d)
+	}
+}
+
+// A lost install answer runs the installer again; a lost reboot answer
+// with no reboot following asks again: the upgrade completes.
+func TestTalosUpgradeLostAnswers(t *testing.T) {
+	t.Parallel()
+	r, f := upgradeRun(t, false, nil)
+	f.lostInstalls, f.lostReboots = 1, 1
+	ops := upgradeOps(r)[:1]
+	if err := r.execute(t.Context(), upgradeRollout(), ops); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"health", "install t-controlplane-01", "install t-controlplane-01", "drain t-controlplane-01", "reboot t-controlplane-01", "reboot t-controlplane-01", "uncordon t-controlplane-01", "health"}
+	if d := cmp.Diff(want, *f.log); d != "" {
+		t.Errorf("(-want +got):\n%s", d)
+	}
+	if f.boots["t-controlplane-01"] != 1 {
+		t.Errorf("rebooted %d times, want once", f.boots["t-controlplane-01"])
 	}
 }

@@ -59,7 +59,7 @@ func (c *Client) Upgrade(ctx context.Context, node, installer string, progress f
 	case nodeStatus(err).Code() == codes.FailedPrecondition && strings.Contains(nodeStatus(err).Message(), answerInstallRunning):
 		return fmt.Errorf("%w (another install or upgrade runs on the node; this one did not start)", err)
 	case answerLost(err) || errors.Is(err, context.DeadlineExceeded):
-		return fmt.Errorf("%w (an answer was lost: the installer may have run)", err)
+		return fmt.Errorf("%w (%w: the installer may have run)", err, ErrAnswerLost)
 	}
 	return err
 }
@@ -152,6 +152,10 @@ func criContainerd(ns common.ContainerdNamespace) *common.ContainerdInstance {
 	return &common.ContainerdInstance{Driver: common.ContainerDriver_CRI, Namespace: ns}
 }
 
+// ErrAnswerLost marks a call whose answer never came back: what it asked
+// may or may not have been done (Upgrade, Reboot).
+var ErrAnswerLost = errors.New("an answer was lost")
+
 // Reboot reads node's boot id, then asks MachineService.Reboot (which
 // neither drains nor upgrades: it reboots into what is installed). Wait
 // for it with WaitRebooted(previousBootID). Without the boot id it does
@@ -168,7 +172,7 @@ func (c *Client) Reboot(ctx context.Context, node string) (previousBootID string
 		return c.c.Reboot(ctx)
 	})
 	if err != nil && ctx.Err() == nil && (answerLost(err) || errors.Is(err, context.DeadlineExceeded)) {
-		err = fmt.Errorf("%w (an answer was lost: the node may be rebooting)", err)
+		err = fmt.Errorf("%w (%w: the node may be rebooting)", err, ErrAnswerLost)
 	}
 	return before, err
 }

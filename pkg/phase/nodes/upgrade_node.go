@@ -1,0 +1,101 @@
+package nodes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/talosc/talosc/pkg/config"
+	"github.com/talosc/talosc/pkg/talos/talosapi"
+)
+
+// rebootInto reboots an installed node (a control plane hands etcd
+// leadership away first) and waits for it to boot again, answer at the
+// new version and schematic, and, for a worker, be Ready. A node that
+// boots back into its old installation (Talos rolled it back) fails.
+func (r *run) rebootInto(ctx context.Context, u talosUpgrade) error {
+	m := u.machine
+	c, _, err := r.obs.talosSession(ctx)
+	if err != nil {
+		return err
+	}
+	if m.Role == config.RoleControlPlane && r.cfg.ControlPlane.Count > 1 {
+		if ferr := c.EtcdForfeitLeadership(ctx, u.address); ferr != nil {
+			r.in.Out.Warn("%s: etcd leadership not handed over (%v); rebooting it anyway", m.Hostname, ferr)
+		}
+	}
+	r.in.Out.Info("rebooting %s into %s", m.Hostname, u.to)
+	prev, err := c.Reboot(ctx, u.address)
+	if errors.Is(err, talosapi.ErrAnswerLost) {
+		// It may be rebooting: a boot ID that changes within the settle
+		// grace says so; one that does not, that the request never
+		// arrived, so it is asked again.
+		if werr := c.WaitRebooted(ctx, u.address, prev, r.scaled(settleGrace), r.scaled(settlePoll), r.waiting(m.Hostname)); werr != nil {
+			r.in.Out.Warn("%s: the answer to its reboot was lost and it did not reboot (%v); asking again", m.Hostname, werr)
+			prev, err = c.Reboot(ctx, u.address)
+		} else {
+			err = nil
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("reboot of %s: %w", m.Hostname, err)
+	}
+	if err := r.nodeBack(ctx, m, prev, r.scaled(upgradeBudget)); err != nil {
+		return fmt.Errorf("%s did not come back after its upgrade; stopping the rollout: %w", m.Hostname, err)
+	}
+	v, err := c.Version(ctx, u.address)
+	if err != nil {
+		return fmt.Errorf("%s came back, but its version cannot be read: %w", m.Hostname, err)
+	}
+	s, err := c.Schematic(ctx, u.address)
+	if err != nil {
+		return fmt.Errorf("%s came back, but its schematic cannot be read: %w", m.Hostname, err)
+	}
+	if v != u.to || s != u.schematic {
+		return fmt.Errorf("%s came back on %s (schematic %s), not %s (schematic %s): Talos rolled the upgrade back; stopping the rollout",
+			m.Hostname, v, shortID(s), u.to, shortID(u.schematic))
+	}
+	r.obs.setRunning(m.Hostname, running{talos: v, schematic: s})
+	return nil
+}
+
+// installAttempts bounds how often one node's installer is asked for
+// when its answers are lost.
+const installAttempts = 3
+
+// install runs the node's installer, again when an answer was lost:
+// installing the same image twice writes the same partition twice, while
+// a failed installer, or one already running, refuses.
+func (r *run) install(ctx context.Context, c talosAPI, u talosUpgrade) error {
+	var err error
+	for range installAttempts {
+		err = c.Upgrade(ctx, u.address, u.installer, r.installProgress(u.machine.Hostname))
+		if !errors.Is(err, talosapi.ErrAnswerLost) {
+			return err
+		}
+		r.in.Out.Warn("%s: %v; running its installer again", u.machine.Hostname, err)
+	}
+	return err
+}
+
+// installProgress reports the installer's lines, throttled.
+func (r *run) installProgress(host string) func(string) {
+	var latest string
+	report := throttle(func(time.Duration) { r.in.Out.Info("  %s: %s", host, latest) })
+	return func(line string) {
+		latest = line
+		report(0)
+	}
+}
+
+// shortID is a schematic ID's first 12 characters ("none" when empty).
+func shortID(id string) string {
+	switch {
+	case id == "":
+		return "none"
+	case len(id) > 12:
+		return id[:12]
+	}
+	return id
+}
