@@ -58,7 +58,7 @@ func (c *Client) Apply(ctx context.Context, obj map[string]any, fieldManager str
 	if err != nil {
 		return fmt.Errorf("kube %s: %w", what, err)
 	}
-	return c.request(ctx, what, func(ctx context.Context) error {
+	return c.idempotent(ctx, what, func(ctx context.Context) error {
 		return c.core.Patch(types.ApplyPatchType).AbsPath(append(path, res.Name, u.GetName())...).
 			Param("fieldManager", fieldManager).Param("force", "true").Body(body).Do(ctx).Error()
 	})
@@ -96,7 +96,7 @@ func (c *Client) discover(ctx context.Context, gv schema.GroupVersion, fresh boo
 		return list, false, nil
 	}
 	var doc metav1.APIResourceList
-	err = c.request(ctx, "discover "+key, func(ctx context.Context) error {
+	err = c.idempotent(ctx, "discover "+key, func(ctx context.Context) error {
 		raw, err := c.core.Get().AbsPath(groupVersionPath(gv)...).Do(ctx).Raw()
 		if err != nil {
 			return err

@@ -20,11 +20,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -32,6 +36,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/talosc/talosc/pkg/ctxwait"
 )
 
 // The reference's bounds (spec §3.1 steps 5 and 15, I-3, I-13, I-X1, I-X2).
@@ -158,6 +164,47 @@ func coreClient(rc *rest.Config) (rest.Interface, runtime.ParameterCodec, error)
 }
 
 // request runs one bounded request, naming it in its error.
+// idempotentAttempts bounds the tries of a request whose repetition
+// changes nothing.
+const idempotentAttempts = 4
+
+// idempotent is request for a request whose repetition changes nothing (a
+// read, a patch to a fixed value, a delete, a server-side apply): a
+// transient failure (the API unavailable or overloaded, as when the API
+// VIP moves during a control plane's reboot, or an answer lost) is tried
+// again, Options.RetryInterval apart.
+func (c *Client) idempotent(ctx context.Context, what string, fn func(context.Context) error) error {
+	for attempt := 1; ; attempt++ {
+		var raw error
+		err := c.request(ctx, what, func(ctx context.Context) error {
+			raw = fn(ctx)
+			return raw
+		})
+		if err == nil || attempt == idempotentAttempts || ctx.Err() != nil || !transient(raw) {
+			return err
+		}
+		if serr := ctxwait.Sleep(ctx, c.opts.RetryInterval); serr != nil {
+			return err
+		}
+	}
+}
+
+// transient reports a failure that says nothing about the request: the
+// API answered 429, 502, 503 or 504, or did not answer at all.
+func transient(err error) bool {
+	var se apierrors.APIStatus
+	if errors.As(err, &se) {
+		switch se.Status().Code {
+		case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+			return true
+		}
+		return false
+	}
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET)
+}
+
 func (c *Client) request(ctx context.Context, what string, fn func(context.Context) error) error {
 	rctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 	defer cancel()

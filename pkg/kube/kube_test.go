@@ -79,6 +79,26 @@ func TestKube(t *testing.T) { //nolint:tparallel // the fault subtests must run 
 	t.Run("probe", func(t *testing.T) { checkProbe(t, srv, inj, k) })
 	t.Run("server version retries", func(t *testing.T) { checkVersionRetries(t, srv, inj, k) })
 	t.Run("timeout", func(t *testing.T) { checkTimeout(t, inj, path) })
+	t.Run("transient retried", func(t *testing.T) { checkTransientRetried(t, inj, path) })
+}
+
+// checkTransientRetried: an idempotent request answered 503 once is asked
+// again and succeeds; a 403 is an answer, not retried.
+func checkTransientRetried(t *testing.T, inj *labnet.Injector, path string) {
+	t.Helper()
+	t.Cleanup(func() { inj.Set(labnet.Knobs{}) })
+	k, err := kube.Load(path, kube.Options{RetryInterval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inj.Set(labnet.Knobs{Faults: []labnet.Fault{{Service: kubeapi.Service, PathPrefix: nodesPath, Nth: 1, Status: http.StatusServiceUnavailable}}})
+	if _, err := k.Nodes(t.Context()); err != nil {
+		t.Errorf("Nodes after one 503 = %v, want it asked again", err)
+	}
+	inj.Set(labnet.Knobs{Faults: []labnet.Fault{{Service: kubeapi.Service, PathPrefix: nodesPath, Nth: 1, Status: http.StatusForbidden}}})
+	if _, err := k.Nodes(t.Context()); err == nil {
+		t.Error("Nodes after a 403 succeeded, want the 403")
+	}
 }
 
 func checkNodes(t *testing.T, srv *kubeapi.Server, k *kube.Client) {
@@ -231,19 +251,20 @@ func checkVersionRetries(t *testing.T, srv *kubeapi.Server, inj *labnet.Injector
 func checkTimeout(t *testing.T, inj *labnet.Injector, path string) {
 	t.Helper()
 	t.Cleanup(func() { inj.Set(labnet.Knobs{}) })
-	k, err := kube.Load(path, kube.Options{Timeout: 300 * time.Millisecond})
+	k, err := kube.Load(path, kube.Options{Timeout: 300 * time.Millisecond, RetryInterval: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	inj.Set(labnet.Knobs{Faults: []labnet.Fault{{Service: kubeapi.Service, PathPrefix: nodesPath, Hang: true}}})
+	// A list is idempotent: each of its 4 attempts is bounded alone.
 	start := time.Now()
 	_, err = k.Nodes(t.Context())
 	took := time.Since(start)
 	if want := "kube list nodes: timed out after 300ms"; err == nil || err.Error() != want {
 		t.Errorf("Nodes = %v, want %q", err, want)
 	}
-	if took < 300*time.Millisecond || took > 1500*time.Millisecond {
-		t.Errorf("Nodes gave up after %s, want about 300ms", took)
+	if took < 4*300*time.Millisecond || took > 4*time.Second {
+		t.Errorf("Nodes gave up after %s, want about 4 x 300ms", took)
 	}
 }
 

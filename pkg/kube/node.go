@@ -33,7 +33,7 @@ func (c *Client) Uncordon(ctx context.Context, node string) error {
 }
 
 func (c *Client) patchNode(ctx context.Context, what, node, patch string) error {
-	return c.request(ctx, what, func(ctx context.Context) error {
+	return c.idempotent(ctx, what, func(ctx context.Context) error {
 		return c.core.Patch(types.MergePatchType).Resource("nodes").Name(node).Body([]byte(patch)).Do(ctx).Error()
 	})
 }
@@ -42,7 +42,7 @@ func (c *Client) patchNode(ctx context.Context, what, node, patch string) error 
 // machine's reset, I-S3: Talos never deletes it). A node already gone is
 // done.
 func (c *Client) DeleteNode(ctx context.Context, node string) error {
-	err := c.request(ctx, "delete node "+node, func(ctx context.Context) error {
+	err := c.idempotent(ctx, "delete node "+node, func(ctx context.Context) error {
 		return c.core.Delete().Resource("nodes").Name(node).Body(&metav1.DeleteOptions{}).Do(ctx).Error()
 	})
 	if apierrors.IsNotFound(err) {

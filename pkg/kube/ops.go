@@ -29,7 +29,7 @@ func (c *Client) Probe(ctx context.Context, attempts int, interval time.Duration
 				return false, serr
 			}
 		}
-		if _, err = c.Nodes(ctx); err == nil {
+		if _, err = c.nodes(ctx, c.request); err == nil {
 			return true, nil
 		}
 		if ctx.Err() != nil {
@@ -100,8 +100,14 @@ func (n Node) TalosVersion() string {
 
 // Nodes lists the cluster's nodes.
 func (c *Client) Nodes(ctx context.Context) ([]Node, error) {
+	return c.nodes(ctx, c.idempotent)
+}
+
+// nodes lists the nodes through send: idempotent, or a single request for
+// the loops that poll themselves (Probe, WaitReady).
+func (c *Client) nodes(ctx context.Context, send func(context.Context, string, func(context.Context) error) error) ([]Node, error) {
 	var list corev1.NodeList
-	err := c.request(ctx, "list nodes", func(ctx context.Context) error {
+	err := send(ctx, "list nodes", func(ctx context.Context) error {
 		return c.core.Get().Resource("nodes").VersionedParams(&metav1.ListOptions{}, c.params).Do(ctx).Into(&list)
 	})
 	if err != nil {
@@ -147,7 +153,7 @@ func (c *Client) WaitReady(ctx context.Context, names []string, budget, poll tim
 	var lastErr error
 	var waiting []string
 	for {
-		nodes, err := c.Nodes(ctx)
+		nodes, err := c.nodes(ctx, c.request)
 		if err == nil {
 			waiting = notReady(nodes, names)
 			if progress != nil {

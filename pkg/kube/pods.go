@@ -19,7 +19,7 @@ func (c *Client) podsOn(ctx context.Context, node string) ([]corev1.Pod, error) 
 	var pods []corev1.Pod
 	for {
 		var page corev1.PodList
-		err := c.request(ctx, "list pods on "+node, func(ctx context.Context) error {
+		err := c.idempotent(ctx, "list pods on "+node, func(ctx context.Context) error {
 			return c.core.Get().Resource("pods").VersionedParams(&opts, c.params).Do(ctx).Into(&page)
 		})
 		if err != nil {
@@ -45,7 +45,7 @@ func (c *Client) evict(ctx context.Context, namespace, name string) error {
 // daemonSetExists asks whether the apps/v1 DaemonSet exists (only the
 // answer's status matters: no apps types are linked for it).
 func (c *Client) daemonSetExists(ctx context.Context, namespace, name string) (bool, error) {
-	err := c.request(ctx, "get daemonset "+namespace+"/"+name, func(ctx context.Context) error {
+	err := c.idempotent(ctx, "get daemonset "+namespace+"/"+name, func(ctx context.Context) error {
 		return c.core.Get().AbsPath("/apis", daemonSetAPIVersion, "namespaces", namespace, "daemonsets", name).Do(ctx).Error()
 	})
 	switch {

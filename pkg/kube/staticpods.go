@@ -39,7 +39,7 @@ type StaticPod struct {
 func (c *Client) StaticPods(ctx context.Context, component string) ([]StaticPod, error) {
 	var list corev1.PodList
 	opts := metav1.ListOptions{LabelSelector: labels.Set{"k8s-app": component}.String()}
-	err := c.request(ctx, "list pods k8s-app="+component, func(ctx context.Context) error {
+	err := c.idempotent(ctx, "list pods k8s-app="+component, func(ctx context.Context) error {
 		return c.core.Get().Namespace(metav1.NamespaceSystem).Resource("pods").VersionedParams(&opts, c.params).Do(ctx).Into(&list)
 	})
 	if err != nil {
