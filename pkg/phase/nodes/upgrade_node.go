@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/talosc/talosc/pkg/config"
+	"github.com/talosc/talosc/pkg/ctxwait"
 	"github.com/talosc/talosc/pkg/talos/talosapi"
 )
 
@@ -44,20 +45,39 @@ func (r *run) rebootInto(ctx context.Context, u talosUpgrade) error {
 	if err := r.nodeBack(ctx, m, prev, r.scaled(upgradeBudget)); err != nil {
 		return fmt.Errorf("%s did not come back after its upgrade; stopping the rollout: %w", m.Hostname, err)
 	}
-	v, err := c.Version(ctx, u.address)
-	if err != nil {
-		return fmt.Errorf("%s came back, but its version cannot be read: %w", m.Hostname, err)
+	return r.installedImage(ctx, c, u)
+}
+
+// installedImage waits, within the settle grace, for a node that booted
+// again to report the new version and schematic (its extensions' state
+// may lag its API after a boot: Omni's checkInstalledImage polls too). A
+// node that keeps reporting its old installation was rolled back by
+// Talos; one whose version or schematic cannot be read is unknown. Both
+// stop the rollout.
+func (r *run) installedImage(ctx context.Context, c talosAPI, u talosUpgrade) error {
+	host := u.machine.Hostname
+	deadline := time.Now().Add(r.scaled(settleGrace))
+	for {
+		v, err := c.Version(ctx, u.address)
+		if err != nil {
+			return fmt.Errorf("%s came back, but its version cannot be read: %w", host, err)
+		}
+		s, err := c.Schematic(ctx, u.address)
+		if err != nil {
+			return fmt.Errorf("%s came back, but its schematic cannot be read: %w", host, err)
+		}
+		if v == u.to && s == u.schematic {
+			r.obs.setRunning(host, running{talos: v, schematic: s})
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s came back on %s (schematic %s), not %s (schematic %s): Talos rolled the upgrade back; stopping the rollout",
+				host, v, shortID(s), u.to, shortID(u.schematic))
+		}
+		if err := ctxwait.Sleep(ctx, r.scaled(settlePoll)); err != nil {
+			return err
+		}
 	}
-	s, err := c.Schematic(ctx, u.address)
-	if err != nil {
-		return fmt.Errorf("%s came back, but its schematic cannot be read: %w", m.Hostname, err)
-	}
-	if v != u.to || s != u.schematic {
-		return fmt.Errorf("%s came back on %s (schematic %s), not %s (schematic %s): Talos rolled the upgrade back; stopping the rollout",
-			m.Hostname, v, shortID(s), u.to, shortID(u.schematic))
-	}
-	r.obs.setRunning(m.Hostname, running{talos: v, schematic: s})
-	return nil
 }
 
 // installAttempts bounds how often one node's installer is asked for

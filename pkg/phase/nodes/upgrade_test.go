@@ -13,6 +13,7 @@ import (
 
 	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/kube"
+	"github.com/talosc/talosc/pkg/phase"
 	"github.com/talosc/talosc/pkg/talos/identity"
 	"github.com/talosc/talosc/pkg/talos/talosapi"
 )
@@ -135,6 +136,11 @@ func (k drainKube) WaitReady(context.Context, []string, time.Duration, time.Dura
 func upgradeRun(t *testing.T, dryRun bool, at map[string]string, health ...error) (*run, *upgradeTalos) {
 	t.Helper()
 	r, log := fakeRun(t, dryRun, health...)
+	env, err := phase.NewEnv(func(k string) (string, bool) { return "0.0001", k == phase.EnvTimeScale })
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.in.Env = env // the settle grace a rollback waits out is short
 	r.cfg.Talos.Version = "v1.14.1"
 	f := &upgradeTalos{fakeTalos: fakeTalos{log: log, health: health}, names: map[string]string{}, nodes: map[string]running{}, installed: map[string]running{}, members: 3, boots: map[string]int{}}
 	for _, m := range r.desired {

@@ -190,6 +190,9 @@ func pollUntil(ctx context.Context, budget, interval time.Duration, attempt func
 	defer cancel()
 	for {
 		done, err := attempt(bctx)
+		if done && err != nil && bctx.Err() != nil && ctx.Err() == nil {
+			return fmt.Errorf("still failing after %s: %w", budget, err) // the budget cut the attempt short
+		}
 		if done {
 			return err
 		}
