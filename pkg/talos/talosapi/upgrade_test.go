@@ -22,15 +22,17 @@ import (
 const (
 	pullRPC    = "/machine.ImageService/Pull?"
 	installRPC = "/machine.LifecycleService/Upgrade?"
+	// upgradeTo is the version the upgrades install.
+	upgradeTo = "v1.14.2"
 	// plainInstaller is an installer not built by an Image Factory: no
 	// schematic extension.
 	plainInstaller = "ghcr.io/siderolabs/installer:v1.14.3"
 )
 
-// installerOf is host's installer at version: its pool's factory image.
-func (c *cluster) installerOf(host, version string) string {
+// installerOf is host's installer at upgradeTo: its pool's factory image.
+func (c *cluster) installerOf(host string) string {
 	st := c.nodes[host].Status()
-	return factory.InstallerRef("factory.talos.dev", st.Platform, st.Schematic, version, false)
+	return factory.InstallerRef("factory.talos.dev", st.Platform, st.Schematic, upgradeTo, false)
 }
 
 // rebooted reboots host through cl and waits for its new boot.
@@ -62,7 +64,7 @@ func TestUpgradeThenReboot(t *testing.T) {
 		t.Fatalf("Schematic = %q, %v; want the node's factory schematic %q", got, err, schematic)
 	}
 
-	target := c.installerOf(worker1, "v1.14.2")
+	target := c.installerOf(worker1)
 	var lines []string
 	if err := cl.Upgrade(t.Context(), node, target, func(l string) { lines = append(lines, l) }); err != nil {
 		t.Fatal(err)
@@ -78,7 +80,7 @@ func TestUpgradeThenReboot(t *testing.T) {
 		t.Fatalf("after the install: Version = %q, %v, %d boots; want %s and no reboot", v, err, c.nodes[worker1].Status().Boots, talosVersion)
 	}
 	c.rebooted(cl, worker1)
-	if v, err := cl.Version(t.Context(), node); err != nil || v != "v1.14.2" {
+	if v, err := cl.Version(t.Context(), node); err != nil || v != upgradeTo {
 		t.Fatalf("after the reboot: Version = %q, %v; want v1.14.2", v, err)
 	}
 	if st := c.nodes[cp1].Status(); st.Version != talosVersion || st.Boots != 1 {
@@ -113,7 +115,7 @@ func TestUpgradeAlreadyInProgress(t *testing.T) {
 	c.booted(cp1, talosnode.Knobs{})
 	cl := c.dial(cp1, talosapi.Options{})
 	node := c.addr(cp1)
-	target := c.installerOf(cp1, "v1.14.2")
+	target := c.installerOf(cp1)
 	ctx, cancel := context.WithCancel(t.Context())
 	running := make(chan struct{})
 	var once sync.Once
@@ -152,7 +154,7 @@ func TestUpgradeAnswerLost(t *testing.T) {
 	c := newCluster(t, 1, 0, talosnode.Options{Injector: inj})
 	c.booted(cp1, talosnode.Knobs{})
 	node := c.addr(cp1)
-	target := c.installerOf(cp1, "v1.14.2")
+	target := c.installerOf(cp1)
 
 	inj.Set(labnet.Knobs{Faults: []labnet.Fault{{Service: talosnode.ServiceName, PathPrefix: installRPC, Hang: true}}})
 	cl := c.dial(cp1, talosapi.Options{InstallTimeout: 300 * time.Millisecond})
@@ -184,7 +186,7 @@ func TestUpgradeAnswerLost(t *testing.T) {
 		t.Fatalf("Upgrade whose answer was lost = %v, want Unavailable, the installer may have run", err)
 	}
 	c.rebooted(cl, cp1)
-	if v, err := cl.Version(t.Context(), node); err != nil || v != "v1.14.2" {
+	if v, err := cl.Version(t.Context(), node); err != nil || v != upgradeTo {
 		t.Errorf("after the reboot: Version = %q, %v; the lost install did run", v, err)
 	}
 }
@@ -199,7 +201,7 @@ func TestUpgradeInstallFails(t *testing.T) {
 	c.booted(cp1, knobs)
 	cl := c.dial(cp1, talosapi.Options{})
 	node := c.addr(cp1)
-	err := cl.Upgrade(t.Context(), node, c.installerOf(cp1, "v1.14.2"), nil)
+	err := cl.Upgrade(t.Context(), node, c.installerOf(cp1), nil)
 	if !errors.Is(err, talosapi.ErrInstallFailed) || !strings.Contains(err.Error(), "installer failed with exit code ") || !strings.Contains(err.Error(), "its last messages: ") {
 		t.Fatalf("Upgrade with a failing installer = %v, want ErrInstallFailed with its messages", err)
 	}
