@@ -42,14 +42,18 @@ help: ## list the targets
 build: ## build every binary in ./cmd into bin/
 	$(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS)' -o bin/ ./cmd/...
 
+# The E2E package runs every lab scenario on two cores in about 10
+# minutes, go test's default per-package timeout.
+TESTTIMEOUT ?= 30m
+
 test: kube-apiserver ## run every test, E2E and the lab's real kube-apiserver included (the README's test command)
-	TALOSC_KUBE_APISERVER=$(CURDIR)/bin/kube-apiserver $(GO) test $(TESTFLAGS) ./...
+	TALOSC_KUBE_APISERVER=$(CURDIR)/bin/kube-apiserver $(GO) test -timeout $(TESTTIMEOUT) $(TESTFLAGS) ./...
 
 unit: ## run the fast tests only (-short)
 	$(GO) test -short $(TESTFLAGS) ./...
 
 e2e: ## run the end-to-end tests (real binaries, fake clouds)
-	$(GO) test $(TESTFLAGS) ./e2e/...
+	$(GO) test -timeout $(TESTTIMEOUT) $(TESTFLAGS) ./e2e/...
 
 lint: ## golangci-lint with the formatters (gofumpt, goimports) as checks
 	$(TOOL) golangci-lint run
