@@ -42,7 +42,12 @@ type talosUpgrade struct {
 // the new image, drain, reboot, wait for its new boot at the new version
 // and schematic, uncordon. A node whose install fails, or that comes
 // back on its old version, stops the rollout.
-func (r *run) upgradeTalos(ctx context.Context) error {
+func (r *run) upgradeTalos(ctx context.Context) error { return r.rollOutTalos(ctx, true) }
+
+// rollOutTalos upgrades the nodes that need it; batched takes the workers
+// max_unavailable at a time, else in one pass (workers that joined in
+// this very run serve nothing yet).
+func (r *run) rollOutTalos(ctx context.Context, batched bool) error {
 	ups, err := r.talosUpgrades()
 	if err != nil || len(ups) == 0 {
 		return err
@@ -59,7 +64,7 @@ func (r *run) upgradeTalos(ctx context.Context) error {
 		ops[i] = r.talosUpgradeOp(u)
 		newVersion = newVersion || u.from.talos != u.to
 	}
-	if err := r.execute(ctx, rollout{what: "upgrading", healthBefore: true, healthAfterLast: true, batched: true}, ops); err != nil {
+	if err := r.execute(ctx, rollout{what: "upgrading", healthBefore: true, healthAfterLast: true, batched: batched}, ops); err != nil {
 		return err
 	}
 	if r.in.DryRun {
@@ -77,7 +82,8 @@ func (r *run) upgradeTalos(ctx context.Context) error {
 // extensions after a bootstrap or a scale-up (OpenStack boots every
 // server from the shared base image): on a refreshed inventory, each
 // node's schematic is read again and the short ones are upgraded onto
-// their installer (§3.1 step 15).
+// their installer (§3.1 step 15): control planes one at a time, as
+// always, the new workers in one pass.
 func (r *run) reinstall(ctx context.Context) error {
 	if err := r.obs.refreshInventory(ctx); err != nil {
 		return err
@@ -93,7 +99,7 @@ func (r *run) reinstall(ctx context.Context) error {
 	if err := r.readRunning(ctx, true); err != nil {
 		return err
 	}
-	return r.upgradeTalos(ctx)
+	return r.rollOutTalos(ctx, false)
 }
 
 // etcdAllowsUpgrade refuses a control-plane upgrade that etcd cannot
