@@ -130,9 +130,11 @@ func TestApplicationCredentials(t *testing.T) {
 
 func TestExpiredTokenIsRenewed(t *testing.T) {
 	t.Parallel()
-	lab := start(t, openstack.Config{TokenTTL: 30 * time.Millisecond})
+	// Long enough for the renewed token to outlive its retry on a busy
+	// machine; the first one is slept past.
+	lab := start(t, openstack.Config{TokenTTL: 500 * time.Millisecond})
 	c := newClients(t, login(t, lab, "admin", "admin"))
-	time.Sleep(50 * time.Millisecond)
+	time.Sleep(600 * time.Millisecond)
 	if _, err := networks.List(c.network, nil).AllPages(t.Context()); err != nil {
 		t.Fatalf("gophercloud should re-authenticate after a 401: %v", err)
 	}
