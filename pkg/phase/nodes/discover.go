@@ -9,6 +9,7 @@ import (
 	"github.com/talosc/talosc/pkg/phase/sections"
 	"github.com/talosc/talosc/pkg/state"
 	"github.com/talosc/talosc/pkg/talos/identity"
+	"github.com/talosc/talosc/pkg/upgrade"
 )
 
 // validate runs the whole-run validation (unless an earlier phase of this
@@ -153,5 +154,5 @@ func (r *run) checkVersions(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return preflight.CompareVersion("kubernetes", r.cfg.Kubernetes.Version, running)
+	return upgrade.CheckDowngrade(upgrade.KeyKubernetes, r.cfg.Kubernetes.Version, running)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/kube"
 	"github.com/talosc/talosc/pkg/phase"
+	"github.com/talosc/talosc/pkg/provider"
 	"github.com/talosc/talosc/pkg/talos/identity"
 	"github.com/talosc/talosc/pkg/talos/talosapi"
 )
@@ -35,6 +36,8 @@ type upgradeTalos struct {
 	// lostReboots that many reboots as lost (having done none).
 	lostInstalls, lostReboots int
 	boots                     map[string]int
+	// unknown fails every Schematic and EtcdMembers call.
+	unknown error
 }
 
 func (f *upgradeTalos) logf(format string, args ...any) {
@@ -96,6 +99,9 @@ func (f *upgradeTalos) Version(_ context.Context, node string) (string, error) {
 }
 
 func (f *upgradeTalos) Schematic(_ context.Context, node string) (string, error) {
+	if f.unknown != nil {
+		return "", f.unknown
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.nodes[f.names[node]].schematic, nil
@@ -104,6 +110,9 @@ func (f *upgradeTalos) Schematic(_ context.Context, node string) (string, error)
 func (f *upgradeTalos) EtcdForfeitLeadership(context.Context, string) error { return nil }
 
 func (f *upgradeTalos) EtcdMembers(context.Context, string) ([]talosapi.Member, error) {
+	if f.unknown != nil {
+		return nil, f.unknown
+	}
 	out := make([]talosapi.Member, f.members)
 	for i := range out {
 		out[i] = talosapi.Member{ID: uint64(i + 1), Hostname: fmt.Sprintf("t-controlplane-%02d", i+1)}
@@ -327,5 +336,30 @@ func TestTalosUpgradeLostAnswers(t *testing.T) {
 	}
 	if f.boots["t-controlplane-01"] != 1 {
 		t.Errorf("rebooted %d times, want once", f.boots["t-controlplane-01"])
+	}
+}
+
+// A guard that cannot decide refuses: an unreadable etcd member list
+// refuses a control-plane upgrade, and a node whose schematic cannot be
+// read refuses the run (whether it needs an upgrade is unknown).
+func TestTalosUpgradeUnknownRefuses(t *testing.T) {
+	t.Parallel()
+	r, f := upgradeRun(t, false, nil)
+	f.unknown = errors.New("etcdserver: no leader")
+	ups := []talosUpgrade{{machine: config.Machine{Hostname: "t-controlplane-01", Role: config.RoleControlPlane}}}
+	if err := r.etcdAllowsUpgrade(t.Context(), ups); err == nil || !strings.Contains(err.Error(), "the etcd member list could not be read") {
+		t.Errorf("etcdAllowsUpgrade with no member list = %v", err)
+	}
+	r.obs.inv = &provider.Inventory{}
+	for _, m := range r.desired {
+		r.obs.inv.Machines = append(r.obs.inv.Machines, provider.Machine{Hostname: m.Hostname})
+	}
+	r.obs.running = nil
+	err := r.readRunning(t.Context(), false)
+	if err == nil || !strings.Contains(err.Error(), "5 node(s) did not say which Talos they run") {
+		t.Errorf("readRunning with unreadable schematics = %v", err)
+	}
+	if len(r.obs.running) != 0 {
+		t.Errorf("readRunning recorded %v for nodes it could not read", r.obs.running)
 	}
 }

@@ -28,13 +28,6 @@ func (l *live) checkVersions(cfg *config.Cluster) error {
 	return errors.Join(kube, l.checkTalos(cfg.Talos.Version))
 }
 
-// CompareVersion refuses a pin older than the running version (I-11,
-// I-12); an equal or newer pin passes, and what does not parse refuses.
-// It is upgrade.CheckDowngrade, kept for the nodes phase's call.
-func CompareVersion(key, pinned, running string) error {
-	return upgrade.CheckDowngrade(key, pinned, running)
-}
-
 // runningTalos is one Talos version the cluster runs and the nodes
 // running it.
 type runningTalos struct {
