@@ -56,7 +56,9 @@ func TestSnapshotSeesEverything(t *testing.T) {
 			t.Errorf("the diff lacks %q:\n%s", want, strings.Join(got, "\n"))
 		}
 	}
-	if !slices.ContainsFunc(got, func(l string) bool { return strings.HasPrefix(l, "+ vm demo-controlplane-01 ") && strings.Contains(l, "unused0:local-lvm:vm-{demo-controlplane-01}-disk-") }) {
+	if !slices.ContainsFunc(got, func(l string) bool {
+		return strings.HasPrefix(l, "+ vm demo-controlplane-01 ") && strings.Contains(l, "unused0:local-lvm:vm-{demo-controlplane-01}-disk-")
+	}) {
 		t.Errorf("the detached disk is not in the diff:\n%s", strings.Join(got, "\n"))
 	}
 	if diff := cmp.Diff(got, inventory.Diff(inventory.Parse(was.String()), inventory.Parse(srv.Snapshot().String()))); diff != "" {
