@@ -1,6 +1,9 @@
 package labnet
 
 import (
+	"bytes"
+	"hash/fnv"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"strings"
@@ -10,7 +13,10 @@ import (
 
 // Fault is a scripted fault: the Nth matching request (1-based; 0 = every
 // one) of Service whose method is Method ("" = any) and whose path starts
-// with PathPrefix fails with Status, or hangs until the client gives up.
+// with PathPrefix fails with Status, or with a reset connection (Reset), or
+// hangs until the client gives up (Hang). Without After the fault happens
+// before the service sees the request (it is not applied); with After the
+// service handles the request (it IS applied) and then its answer is lost.
 type Fault struct {
 	Service    string `json:"service"`
 	Method     string `json:"method,omitempty"`
@@ -18,20 +24,33 @@ type Fault struct {
 	Nth        int    `json:"nth,omitempty"`
 	Status     int    `json:"status,omitempty"`
 	Hang       bool   `json:"hang,omitempty"`
+	Reset      bool   `json:"reset,omitempty"`
+	After      bool   `json:"after,omitempty"`
 
 	seen int
 }
 
 // Knobs are the fault settings of the whole lab. The zero value injects
-// nothing.
+// nothing. Random faults are drawn per request key (service, method, path
+// and how many requests with that key came before), from Seed: a run
+// replays whatever order concurrent requests arrive in.
 type Knobs struct {
 	// Latency is added to every request.
 	Latency time.Duration `json:"latency,omitempty"`
-	// ErrorRate is the probability (0..1) that a request fails with 503.
+	// ErrorRate is the probability (0..1) that a request fails with 503
+	// before the service sees it.
 	ErrorRate float64 `json:"errorRate,omitempty"`
 	// HangRate is the probability that a request never gets an answer
-	// (until the client's deadline).
+	// (until the client's deadline) and is not applied.
 	HangRate float64 `json:"hangRate,omitempty"`
+	// LostRate is the probability that a mutating request (see Mutating)
+	// is applied and its answer then lost, as a proxy loses it: 502, 504,
+	// a reset connection, or no answer until the client's deadline.
+	LostRate float64 `json:"lostRate,omitempty"`
+	// SlowRate is the probability that an answer comes Slow late (set it
+	// just under the client's per-request timeout).
+	SlowRate float64       `json:"slowRate,omitempty"`
+	Slow     time.Duration `json:"slow,omitempty"`
 	// Seed makes the random faults replayable.
 	Seed uint64 `json:"seed,omitempty"`
 	// Faults are scripted faults.
@@ -42,20 +61,20 @@ type Knobs struct {
 type Injector struct {
 	mu    sync.Mutex
 	knobs Knobs
-	rng   *rand.Rand
+	seen  map[string]uint64 // requests per key so far
 }
 
 // NewInjector returns an injector for k.
 func NewInjector(k Knobs) *Injector {
-	return &Injector{knobs: k, rng: rand.New(rand.NewPCG(k.Seed, k.Seed^0x9e3779b97f4a7c15))} //nolint:gosec // replayable fault injection, not security
+	return &Injector{knobs: k, seen: map[string]uint64{}}
 }
 
-// Set replaces the knobs (the seed restarts the random sequence).
+// Set replaces the knobs (the per-key sequences restart).
 func (i *Injector) Set(k Knobs) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	i.knobs = k
-	i.rng = rand.New(rand.NewPCG(k.Seed, k.Seed^0x9e3779b97f4a7c15)) //nolint:gosec // as above
+	i.seen = map[string]uint64{}
 }
 
 // Decision is what the injector decided for one request.
@@ -63,6 +82,27 @@ type Decision struct {
 	Delay  time.Duration
 	Status int  // 0 = answer normally
 	Hang   bool // never answer
+	Reset  bool // reset the connection instead of answering
+	// After: the request is applied first, then Status, Reset or Hang
+	// loses its answer.
+	After bool
+}
+
+// Lost reports whether the decision loses the answer of an applied request.
+func (d Decision) Lost() bool { return d.After && (d.Status != 0 || d.Hang || d.Reset) }
+
+// Mutating reports whether a request of method may change state: anything
+// but GET, HEAD, OPTIONS and recorded gRPC reads.
+func Mutating(method string) bool {
+	return Call{Method: method}.Mutating()
+}
+
+// lostAs are the ways a proxy loses an applied request's answer.
+var lostAs = []Decision{
+	{After: true, Status: http.StatusBadGateway},
+	{After: true, Status: http.StatusGatewayTimeout},
+	{After: true, Reset: true},
+	{After: true, Hang: true},
 }
 
 // Decide returns the fault for one request of service.
@@ -77,27 +117,52 @@ func (i *Injector) Decide(service, method, path string) Decision {
 		}
 		f.seen++
 		if f.Nth == 0 || f.seen == f.Nth {
-			d.Status, d.Hang = f.Status, f.Hang
+			d.Status, d.Hang, d.Reset, d.After = f.Status, f.Hang, f.Reset, f.After
 			return d
 		}
 	}
-	switch r := i.rng.Float64(); {
-	case r < i.knobs.HangRate:
+	k := i.knobs
+	if k.ErrorRate == 0 && k.HangRate == 0 && k.LostRate == 0 && k.SlowRate == 0 {
+		return d
+	}
+	key := service + " " + method + " " + path
+	n := i.seen[key]
+	i.seen[key] = n + 1
+	rng := keyedRand(k.Seed, key, n)
+	switch r := rng.Float64(); {
+	case r < k.HangRate:
 		d.Hang = true
-	case r < i.knobs.HangRate+i.knobs.ErrorRate:
+	case r < k.HangRate+k.ErrorRate:
 		d.Status = http.StatusServiceUnavailable
+	case r < k.HangRate+k.ErrorRate+k.LostRate && Mutating(method):
+		lost := lostAs[rng.IntN(len(lostAs))]
+		lost.Delay = d.Delay
+		d = lost
+	}
+	if rng.Float64() < k.SlowRate {
+		d.Delay += k.Slow
 	}
 	return d
 }
 
+// keyedRand is the random source of the nth request with key under seed.
+func keyedRand(seed uint64, key string, n uint64) *rand.Rand {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(key))
+	return rand.New(rand.NewPCG(seed, h.Sum64()^(n*0x9e3779b97f4a7c15))) //nolint:gosec // replayable fault injection, not security
+}
+
 // Middleware records every request of service in rec and applies the
-// injector's faults before next sees it.
+// injector's faults: before next sees the request, or (Decision.After)
+// after next handled it, when the answer is lost instead of sent. Upgrade
+// requests (exec, port-forward) are never lost after the fact: their
+// answer is the connection itself.
 func Middleware(service string, inj *Injector, rec *Recorder, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		defer func() {
-			rec.Record(Call{Service: service, Method: r.Method, Path: r.URL.Path, Status: sw.status, Start: start, Duration: time.Since(start)})
+			rec.Record(Call{Service: service, Method: r.Method, Path: r.URL.Path, Status: sw.status, Lost: sw.lost, Start: start, Duration: time.Since(start)})
 		}()
 		d := Decision{}
 		if inj != nil {
@@ -110,9 +175,20 @@ func Middleware(service string, inj *Injector, rec *Recorder, next http.Handler)
 				abandoned(sw)
 			}
 		}
+		if d.Lost() && r.Header.Get("Upgrade") == "" {
+			next.ServeHTTP(&discardWriter{header: http.Header{}}, r)
+			sw.lost = true
+		} else if d.After {
+			d = Decision{}
+		}
 		switch {
 		case d.Hang:
+			// Reading the whole body lets the server notice the client
+			// hanging up (its context ends only then).
+			_, _ = io.Copy(io.Discard, r.Body)
 			<-r.Context().Done()
+			abandoned(sw)
+		case d.Reset:
 			abandoned(sw)
 		case d.Status != 0:
 			http.Error(sw, "injected fault", d.Status)
@@ -122,10 +198,22 @@ func Middleware(service string, inj *Injector, rec *Recorder, next http.Handler)
 	})
 }
 
-// abandoned ends a request whose client gave up without any answer: the
-// connection is dropped (http.ErrAbortHandler), so a client racing its own
-// deadline can never read an empty 200 as success. The deferred recorder
-// still records it, as 499 (nginx's "client closed request").
+// discardWriter takes the answer of a request whose answer is lost.
+type discardWriter struct {
+	header http.Header
+	body   bytes.Buffer
+}
+
+func (w *discardWriter) Header() http.Header         { return w.header }
+func (w *discardWriter) Write(b []byte) (int, error) { return w.body.Write(b) }
+func (w *discardWriter) WriteHeader(int)             {}
+func (w *discardWriter) Flush()                      {}
+
+// abandoned ends a request without any answer (the client gave up, or a
+// reset is injected): the connection is dropped (http.ErrAbortHandler), so
+// a client racing its own deadline can never read an empty 200 as success.
+// The deferred recorder still records it, as 499 (nginx's "client closed
+// request").
 func abandoned(sw *statusWriter) {
 	sw.status = 499
 	panic(http.ErrAbortHandler)
@@ -134,6 +222,7 @@ func abandoned(sw *statusWriter) {
 type statusWriter struct {
 	http.ResponseWriter
 	status int
+	lost   bool // the request was applied and its answer lost
 }
 
 func (w *statusWriter) WriteHeader(code int) {

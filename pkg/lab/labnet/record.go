@@ -16,10 +16,12 @@ const (
 
 // Call is one request a lab service answered.
 type Call struct {
-	Service  string        `json:"service"` // "nova", "proxmox", "talos", …
-	Method   string        `json:"method"`  // HTTP method, or MethodGRPCRead/MethodGRPCWrite
-	Path     string        `json:"path"`    // URL path, or the gRPC full method
-	Status   int           `json:"status"`  // HTTP status, or the gRPC code
+	Service string `json:"service"` // "nova", "proxmox", "talos", …
+	Method  string `json:"method"`  // HTTP method, or MethodGRPCRead/MethodGRPCWrite
+	Path    string `json:"path"`    // URL path, or the gRPC full method
+	Status  int    `json:"status"`  // HTTP status, or the gRPC code
+	// Lost: the request was applied, then its answer lost (Decision.After).
+	Lost     bool          `json:"lost,omitempty"`
 	Start    time.Time     `json:"start"`
 	Duration time.Duration `json:"duration"`
 }
