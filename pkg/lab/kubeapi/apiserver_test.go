@@ -89,6 +89,7 @@ func TestAPIServer(t *testing.T) { //nolint:tparallel // "faults" and "shutdown"
 	})
 	t.Run("reported version", func(t *testing.T) { checkReportedVersion(t, srv, admin, &reported) })
 	t.Run("faults", func(t *testing.T) { checkFaults(t, srv, inj) })
+	t.Run("lost answers", func(t *testing.T) { checkLostAnswers(t, cs, inj) })
 	t.Run("shutdown", func(t *testing.T) {
 		start := time.Now()
 		if err := srv.Close(); err != nil {
