@@ -2,13 +2,16 @@ package talosnode
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/siderolabs/talos/pkg/machinery/api/machine"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
 	"github.com/talosc/talosc/pkg/lab/labnet"
@@ -46,25 +49,26 @@ func (a *apiServices) callPath(fullMethod string) string {
 func (a *apiServices) recordUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	start := time.Now()
 	method := methodOf(info.FullMethod, req)
-	resp, err := func() (any, error) {
-		if err := a.inject(ctx, info.FullMethod, method); err != nil {
-			return nil, err
-		}
-		return handler(ctx, req)
-	}()
-	a.record(info.FullMethod, method, start, err)
-	return resp, err
+	var resp any
+	lost, err := a.faulted(ctx, info.FullMethod, method, func() (err error) {
+		resp, err = handler(ctx, req)
+		return err
+	})
+	a.record(info.FullMethod, method, start, err, lost)
+	if err != nil {
+		return nil, err
+	}
+	return resp, nil
 }
 
-// recordStream records the call and applies the injector's decision.
+// recordStream records the call and applies the injector's decision. A
+// stream whose answer is lost runs to its end with every message it sends
+// thrown away.
 func (a *apiServices) recordStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 	start := time.Now()
 	method := methodOf(info.FullMethod, nil)
-	err := a.inject(ss.Context(), info.FullMethod, method)
-	if err == nil {
-		err = handler(srv, ss)
-	}
-	a.record(info.FullMethod, method, start, err)
+	lost, err := a.faultedStream(ss, info.FullMethod, method, func(ss grpc.ServerStream) error { return handler(srv, ss) })
+	a.record(info.FullMethod, method, start, err, lost)
 	return err
 }
 
@@ -78,24 +82,38 @@ func methodOf(fullMethod string, req any) string {
 }
 
 // record appends the call to the recorder.
-func (a *apiServices) record(fullMethod, method string, start time.Time, err error) {
+func (a *apiServices) record(fullMethod, method string, start time.Time, err error, lost bool) {
 	rec := a.node.fleet.opts.Recorder
 	if rec == nil {
 		return
 	}
 	rec.Record(labnet.Call{
 		Service: ServiceName, Method: method, Path: a.callPath(fullMethod),
-		Status: int(status.Code(err)), Start: start, Duration: time.Since(start),
+		Status: int(status.Code(err)), Lost: lost, Start: start, Duration: time.Since(start),
 	})
 }
 
-// inject applies the lab's faults: latency, a gRPC error (HTTP statuses
-// mapped to their gRPC codes: 5xx is Unavailable) or a hang until the
-// client gives up.
-func (a *apiServices) inject(ctx context.Context, fullMethod, method string) error {
+// faultedStream is faulted for a stream: call gets ss, or (answer lost) a
+// stream that sends nothing.
+func (a *apiServices) faultedStream(ss grpc.ServerStream, fullMethod, method string, call func(grpc.ServerStream) error) (lost bool, err error) {
+	return a.faulted(ss.Context(), fullMethod, method, func() error { return call(ss) }, func() error { return call(lostStream{ss}) })
+}
+
+// lostStream is a server stream whose messages never reach the client.
+type lostStream struct{ grpc.ServerStream }
+
+func (lostStream) SendMsg(any) error { return nil }
+
+// faulted applies the lab's faults to a call: latency, then a gRPC error
+// instead of the call (HTTP statuses mapped to their gRPC codes: 5xx is
+// Unavailable), a reset connection, or a hang until the client gives up;
+// or, for an answer lost after the call was applied (lost reports it), the
+// call (lostCall, when given, in its place) and then one of those instead
+// of its answer.
+func (a *apiServices) faulted(ctx context.Context, fullMethod, method string, call func() error, lostCall ...func() error) (lost bool, err error) {
 	inj := a.node.fleet.opts.Injector
 	if inj == nil {
-		return nil
+		return false, call()
 	}
 	d := inj.Decide(ServiceName, method, a.callPath(fullMethod))
 	if d.Delay > 0 {
@@ -103,18 +121,27 @@ func (a *apiServices) inject(ctx context.Context, fullMethod, method string) err
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return status.FromContextError(ctx.Err()).Err()
+			return false, status.FromContextError(ctx.Err()).Err()
 		case <-t.C:
 		}
+	}
+	if d.Lost() {
+		if len(lostCall) > 0 {
+			call = lostCall[0]
+		}
+		_ = call() // applied; its answer goes nowhere
 	}
 	switch {
 	case d.Hang:
 		<-ctx.Done()
-		return status.FromContextError(ctx.Err()).Err()
+		return d.Lost(), status.FromContextError(ctx.Err()).Err()
+	case d.Reset:
+		a.node.fleet.conns.reset(ctx)
+		return d.Lost(), status.Error(codes.Unavailable, "injected fault: connection reset")
 	case d.Status != 0:
-		return status.Error(grpcCode(d.Status), "injected fault: "+strings.ToLower(http.StatusText(d.Status)))
+		return d.Lost(), status.Error(grpcCode(d.Status), "injected fault: "+strings.ToLower(http.StatusText(d.Status)))
 	}
-	return nil
+	return false, call()
 }
 
 // grpcCode maps an HTTP status to the gRPC code a gateway would use.
@@ -141,4 +168,56 @@ func grpcCode(httpStatus int) codes.Code {
 	default:
 		return codes.Unavailable
 	}
+}
+
+// conns are apid's client connections (every node's) by the client's
+// address, so that an injected fault can reset the one a call came on, as
+// a proxy dropping it would. The zero value is ready.
+type conns struct{ m sync.Map }
+
+// track registers every connection l accepts until it is closed.
+func (c *conns) track(l net.Listener) net.Listener { return &trackedListener{Listener: l, conns: c} }
+
+// reset resets the connection of ctx's call (the client reads ECONNRESET);
+// false: the call came on no tracked connection (an in-process one).
+func (c *conns) reset(ctx context.Context) bool {
+	p, ok := peer.FromContext(ctx)
+	if !ok || p.Addr == nil {
+		return false
+	}
+	v, ok := c.m.Load(p.Addr.String())
+	if !ok {
+		return false
+	}
+	conn := v.(net.Conn)
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0) // close with RST, not FIN
+	}
+	_ = conn.Close()
+	return true
+}
+
+type trackedListener struct {
+	net.Listener
+	conns *conns
+}
+
+func (l *trackedListener) Accept() (net.Conn, error) {
+	conn, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	key := conn.RemoteAddr().String()
+	l.conns.m.Store(key, conn)
+	return &trackedConn{Conn: conn, forget: func() { l.conns.m.CompareAndDelete(key, conn) }}, nil
+}
+
+type trackedConn struct {
+	net.Conn
+	forget func()
+}
+
+func (c *trackedConn) Close() error {
+	c.forget()
+	return c.Conn.Close()
 }

@@ -30,6 +30,7 @@ type Fleet struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	conns  conns // apid's client connections, for injected resets
 }
 
 // New returns an empty fleet.

@@ -254,6 +254,7 @@ func (n *Node) startAPI(mc *machineConfig, hostname string) (serve func(), err e
 	if err != nil {
 		return nil, err
 	}
+	l = n.fleet.conns.track(l)
 	n.srvMu.Lock()
 	n.srv = srv
 	n.srvMu.Unlock()

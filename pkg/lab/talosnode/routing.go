@@ -102,10 +102,14 @@ func (a *apiServices) routeUnary(ctx context.Context, req any, info *grpc.UnaryS
 		}
 		// The target's own faults apply to what is forwarded to it (the
 		// entry node recorded the call and applied its own).
-		if err := n.api.inject(ctx, info.FullMethod, methodOf(info.FullMethod, req)); err != nil {
+		var resp any
+		if _, err := n.api.faulted(ctx, info.FullMethod, methodOf(info.FullMethod, req), func() (err error) {
+			resp, err = n.api.routes[info.FullMethod].unary(proxied(ctx), req)
+			return err
+		}); err != nil {
 			return nil, err
 		}
-		return n.api.routes[info.FullMethod].unary(proxied(ctx), req)
+		return resp, nil
 	}
 	out, err := newOutput(info.FullMethod)
 	if err != nil {
