@@ -118,6 +118,9 @@ type Lab struct {
 
 // Start starts every service of the lab.
 func Start(ctx context.Context, o Options) (*Lab, error) {
+	if err := ValidateKnobs(o.Knobs); err != nil {
+		return nil, fmt.Errorf("lab: %w", err)
+	}
 	if o.Follow != nil {
 		o.Provider = ProviderOpenStack
 	}
@@ -306,7 +309,9 @@ func (l *Lab) Status() Status {
 //
 //   - GET /status: Status.
 //   - GET /calls: every recorded call.
-//   - PUT /knobs: the API faults of every service (JSON labnet.Knobs).
+//   - PUT /knobs: the API faults of every service (JSON labnet.Knobs;
+//     latency and slow are Go durations, "25s", or nanoseconds), 204 once
+//     set, 400 for knobs ValidateKnobs refuses.
 //   - GET /nodes: every Talos node's talosnode.NodeStatus, by address.
 //   - PUT /nodes/{address}/knobs: one node's scripted faults, replacing
 //     its knobs (JSON talosnode.Knobs, e.g. {"neverBoots": true},
@@ -323,8 +328,8 @@ func (l *Lab) ControlHandler() http.Handler {
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, l.Status()) })
 	mux.HandleFunc("GET /calls", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, l.rec.Calls()) })
 	mux.HandleFunc("PUT /knobs", func(w http.ResponseWriter, r *http.Request) {
-		var k labnet.Knobs
-		if !readJSON(w, r, "knobs", &k) {
+		k, ok := readKnobs(w, r)
+		if !ok {
 			return
 		}
 		l.inj.Set(k)

@@ -65,6 +65,10 @@ type UpOptions struct {
 	Seed      uint64
 	Latency   time.Duration
 	ErrorRate float64
+	// LostRate, SlowRate and Slow: see labnet.Knobs.
+	LostRate float64
+	SlowRate float64
+	Slow     time.Duration
 	// ArgoCD also runs the argocd plugin's management cluster.
 	ArgoCD bool
 	// FollowCloud, when set, names the ADMIN cloud of a clouds.yaml
@@ -84,7 +88,8 @@ address in ` + StateFile + `) takes:
 
   GET /status                  what "talosc-lab status" shows
   GET /calls                   every call the lab answered
-  PUT /knobs                   API faults of every service (latency, error rate, scripted faults)
+  PUT /knobs                   API faults of every service (latency, errorRate, hangRate,
+                               lostRate, slowRate, slow, seed, scripted faults)
   GET /nodes                   every Talos node, by address
   PUT /nodes/ADDRESS/knobs     one node's scripted faults, replacing its knobs:
                                {"neverBoots": true}, {"resetFails": "MESSAGE"},
@@ -102,8 +107,8 @@ address in ` + StateFile + `) takes:
 			if o.Provider != "openstack" && o.Provider != "proxmox" {
 				return cli.Usagef("--provider %q: choose openstack or proxmox", o.Provider)
 			}
-			if o.ErrorRate < 0 || o.ErrorRate > 1 {
-				return cli.Usagef("--error-rate %v: must be between 0 and 1", o.ErrorRate)
+			if err := lab.ValidateKnobs(o.knobs()); err != nil {
+				return cli.Usagef("fault flags (--error-rate, --lost-rate, --slow-rate, --slow): %v", err)
 			}
 			return o.Run(cmd.Context(), s)
 		},
@@ -115,10 +120,18 @@ address in ` + StateFile + `) takes:
 	f.Uint64Var(&o.Seed, "seed", 1, "seed of the random faults (replay a run with the same seed)")
 	f.DurationVar(&o.Latency, "latency", 0, "latency added to every request")
 	f.Float64Var(&o.ErrorRate, "error-rate", 0, "probability (0..1) that a request fails with 503")
+	f.Float64Var(&o.LostRate, "lost-rate", 0, "probability (0..1) that a mutating request is applied and its answer then lost (502, 504, a reset connection or a hang)")
+	f.Float64Var(&o.SlowRate, "slow-rate", 0, "probability (0..1) that an answer comes --slow late")
+	f.DurationVar(&o.Slow, "slow", 0, "how late a slow answer comes (set it just under the client's timeout)")
 	f.BoolVar(&o.ArgoCD, "argocd", false, "also run the argocd plugin's management cluster (a second kube-apiserver with the ArgoCD CRDs)")
 	f.StringVar(&o.FollowCloud, "follow-openstack", "", "follow the real OpenStack of the admin `CLOUD` of clouds.yaml (e.g. oslab) instead of simulating one")
 	f.StringVar(&o.CloudsYAML, "clouds-yaml", "", "the clouds.yaml for --follow-openstack (default: the standard locations)")
 	return cmd
+}
+
+// knobs are the fault knobs the flags set.
+func (o *UpOptions) knobs() labnet.Knobs {
+	return labnet.Knobs{Seed: o.Seed, Latency: o.Latency, ErrorRate: o.ErrorRate, LostRate: o.LostRate, SlowRate: o.SlowRate, Slow: o.Slow}
 }
 
 // Run starts the lab, writes the state file, and serves until ctx ends.
@@ -136,7 +149,7 @@ func (o *UpOptions) Run(ctx context.Context, s cli.Streams) error {
 		Provider:  o.Provider,
 		NodesBoot: o.NodesBoot,
 		ArgoCD:    o.ArgoCD,
-		Knobs:     labnet.Knobs{Seed: o.Seed, Latency: o.Latency, ErrorRate: o.ErrorRate},
+		Knobs:     o.knobs(),
 		Logf:      func(format string, args ...any) { fmt.Fprintf(s.ErrOut, "talosc-lab: "+format+"\n", args...) },
 	})
 	if err != nil {
