@@ -8,6 +8,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/talosc/talosc/pkg/lab/inventory"
 	"github.com/talosc/talosc/pkg/lab/openstack"
 	"github.com/talosc/talosc/pkg/lab/proxmox"
 )
@@ -120,6 +121,10 @@ func (s *scriptLab) markInventory() {
 // every change matches one of them, and each matches a change. Without
 // CHANGE, nothing changed.
 func (s *scriptLab) inventoryChanges(ts *testscript.TestScript, args []string) {
+	if len(args) > 0 && (args[0] == "save" || args[0] == "diff" || args[0] == "expect") {
+		s.wholeInventory(ts, args)
+		return
+	}
 	if s.inventory == nil {
 		ts.Fatalf("lab inventory: no inventory recorded (lab mark first)")
 	}
@@ -162,5 +167,48 @@ func (s *scriptLab) inventoryChanges(ts *testscript.TestScript, args []string) {
 	if len(unmatched) > 0 || len(missing) > 0 {
 		ts.Fatalf("Proxmox inventory changes since the mark:\n  %s\nunexpected: %q; expected but not seen: %q",
 			strings.Join(changes, "\n  "), unmatched, missing)
+	}
+}
+
+// wholeInventory checks the lab cloud's whole inventory (see
+// openstack.Cloud.Snapshot and proxmox.Server.Snapshot: every resource,
+// tagged or not, one id-free line each):
+//
+//	lab inventory save NAME    remember it as NAME
+//	lab inventory diff NAME    it is NAME's, line for line (the diff if not)
+//	lab inventory expect FILE  it is FILE's (a golden text in the script
+//	                           archive; lines starting with # are comments)
+func (s *scriptLab) wholeInventory(ts *testscript.TestScript, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: lab inventory save|diff NAME | lab inventory expect FILE")
+	}
+	var now inventory.Snapshot
+	switch {
+	case s.lab.OpenStack != nil:
+		now = s.lab.OpenStack.Snapshot()
+	case s.lab.Proxmox != nil:
+		now = s.lab.Proxmox.Snapshot()
+	default:
+		ts.Fatalf("lab inventory %s: this lab simulates no cloud", args[0])
+	}
+	var was inventory.Snapshot
+	switch args[0] {
+	case "save":
+		if s.saved == nil {
+			s.saved = map[string]inventory.Snapshot{}
+		}
+		s.saved[args[1]] = now
+		ts.Logf("inventory %s: %d resources", args[1], len(now))
+		return
+	case "diff":
+		var ok bool
+		if was, ok = s.saved[args[1]]; !ok {
+			ts.Fatalf("lab inventory diff: no inventory saved as %q (lab inventory save %s first)", args[1], args[1])
+		}
+	case "expect":
+		was = inventory.Parse(ts.ReadFile(args[1]))
+	}
+	if diff := inventory.Diff(was, now); diff != nil {
+		ts.Fatalf("the whole inventory differs from %s (- there only, + here only):\n  %s", args[1], strings.Join(diff, "\n  "))
 	}
 }

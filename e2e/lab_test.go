@@ -17,6 +17,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/talosc/talosc/pkg/lab"
+	"github.com/talosc/talosc/pkg/lab/inventory"
 	"github.com/talosc/talosc/pkg/lab/labnet"
 	"github.com/talosc/talosc/pkg/lab/openstack"
 	"github.com/talosc/talosc/pkg/lab/proxmox"
@@ -40,6 +41,8 @@ type scriptLab struct {
 	// (see pveObjects); vmNames names every VMID seen.
 	inventory map[string]string
 	vmNames   map[int]string
+	// saved are the whole inventories "lab inventory save" kept, by name.
+	saved map[string]inventory.Snapshot
 }
 
 // fixedBridge is set once a script started a Proxmox lab whose bridge
@@ -98,9 +101,16 @@ func (s *scriptLab) networks() (cluster, external string) {
 //	lab task TYPE STATUS         the next Proxmox task of TYPE ends with exit
 //	                             status STATUS (e.g. 'WARNINGS: 1')
 //	lab tasks TYPE STATUS N      N Proxmox tasks of TYPE ended with STATUS
-//	lab faults error-rate R seed S | lab faults off
-//	                             fail a fraction R of every service's requests
-//	                             with 503 (replayably), or stop doing so
+//	lab faults KNOB VALUE... | lab faults off
+//	                             set the fault knobs of every service (the
+//	                             others off), replayably, or stop faulting:
+//	                             error-rate R (503 before the request is
+//	                             applied), hang-rate R, lost-rate R (a
+//	                             mutating request applied, its answer then
+//	                             lost: 502, 504, reset or hang), slow-rate R
+//	                             with slow DURATION, latency DURATION, seed S
+//	lab rerun-once PROG ARGS...  run PROG; if it fails, log why and run it
+//	                             once more, which must succeed
 //	lab real-owned N             N resources of the followed cloud carrying
 //	                             the cluster's ownership tags (listed if not)
 //	lab real-images N            N active images talosc manages there
@@ -147,6 +157,10 @@ func (s *scriptLab) networks() (cluster, external string) {
 //	lab kube-nodes DIR NAME[:K=V[,K=V]...]...
 //	                             the Kubernetes Nodes of DIR's kubeconfig
 //	                             are NAME..., each with labels K=V if given
+//	lab inventory save NAME      remember the lab cloud's whole inventory
+//	                             (every resource, tagged or not, id-free)
+//	lab inventory diff NAME      it is the one saved as NAME (the diff if not)
+//	lab inventory expect FILE    it is the golden text FILE
 //	lab inventory CHANGE...      the objects of the lab cloud's whole
 //	                             inventory added, removed or changed since
 //	                             the mark ("+|-|~ vm NAME", "~ firewall
@@ -179,7 +193,7 @@ func (s *scriptLab) networks() (cluster, external string) {
 //	                             waits (2 min) until NAME runs VERSION
 func cmdLab(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) == 0 || (neg && args[0] != "vm-config") {
-		ts.Fatalf("usage: lab up|follow|mark|mutations|owned|count|images|vms|isos|wait|token|task|tasks|faults|real-owned|real-images|sdn|vm-config|vm-pending|order|knob|volumes|etcd-members|kube-nodes|silence|inventory|cordon|vips|extensions|kube-version|kubelet-versions|mirror-pods|talos-versions|wait-talos ...")
+		ts.Fatalf("usage: lab up|follow|mark|mutations|owned|count|images|vms|isos|wait|token|task|tasks|faults|rerun-once|real-owned|real-images|sdn|vm-config|vm-pending|order|knob|volumes|etcd-members|kube-nodes|silence|inventory|cordon|vips|extensions|kube-version|kubelet-versions|mirror-pods|talos-versions|wait-talos ...")
 	}
 	s, _ := ts.Value(labKey{}).(*scriptLab)
 	switch args[0] {
@@ -252,6 +266,8 @@ func cmdLab(ts *testscript.TestScript, neg bool, args []string) {
 		want(ts, args[1]+" tasks ending "+args[2], count(ts, args[2:]), len(ended), fmt.Sprint(ended))
 	case "faults":
 		s.faults(ts, args[1:])
+	case "rerun-once":
+		rerunOnce(ts, args[1:])
 	case "real-owned", "real-images":
 		s.realCount(ts, args)
 	case "sdn":
@@ -419,17 +435,51 @@ func onlyLooksLikeChange(c labnet.Call) bool {
 }
 
 func (s *scriptLab) faults(ts *testscript.TestScript, args []string) {
-	switch {
-	case len(args) == 1 && args[0] == "off":
+	const usage = "usage: lab faults off | lab faults KNOB VALUE... (error-rate, hang-rate, lost-rate, slow-rate R; slow, latency DURATION; seed S)"
+	if len(args) == 1 && args[0] == "off" {
 		s.lab.Injector().Set(labnet.Knobs{})
-	case len(args) == 4 && args[0] == "error-rate" && args[2] == "seed":
-		rate, err := strconv.ParseFloat(args[1], 64)
-		ts.Check(err)
-		seed, err := strconv.ParseUint(args[3], 10, 64)
-		ts.Check(err)
-		s.lab.Injector().Set(labnet.Knobs{ErrorRate: rate, Seed: seed})
-	default:
-		ts.Fatalf("usage: lab faults error-rate R seed S | lab faults off")
+		return
+	}
+	if len(args) == 0 || len(args)%2 != 0 {
+		ts.Fatalf(usage)
+	}
+	var k labnet.Knobs
+	rates := map[string]*float64{"error-rate": &k.ErrorRate, "hang-rate": &k.HangRate, "lost-rate": &k.LostRate, "slow-rate": &k.SlowRate}
+	durations := map[string]*time.Duration{"slow": &k.Slow, "latency": &k.Latency}
+	for i := 0; i < len(args); i += 2 {
+		var err error
+		name, v := args[i], args[i+1]
+		switch {
+		case rates[name] != nil:
+			*rates[name], err = strconv.ParseFloat(v, 64)
+		case durations[name] != nil:
+			*durations[name], err = time.ParseDuration(v)
+		case name == "seed":
+			k.Seed, err = strconv.ParseUint(v, 10, 64)
+		default:
+			ts.Fatalf("lab faults: unknown knob %q; %s", name, usage)
+		}
+		if err != nil {
+			ts.Fatalf("lab faults %s %s: %v", name, v, err)
+		}
+	}
+	ts.Check(lab.ValidateKnobs(k))
+	s.lab.Injector().Set(k)
+}
+
+// rerunOnce runs "lab rerun-once PROG ARGS...": PROG, and once more if
+// it failed (a user's rerun after a failed run); the second must succeed.
+func rerunOnce(ts *testscript.TestScript, args []string) {
+	if len(args) == 0 {
+		ts.Fatalf("usage: lab rerun-once PROG ARGS...")
+	}
+	err := ts.Exec(args[0], args[1:]...)
+	if err == nil {
+		return
+	}
+	ts.Logf("RERUN: %s failed the first time (%v); its stderr:\n%s", strings.Join(args, " "), err, ts.ReadFile("stderr"))
+	if err := ts.Exec(args[0], args[1:]...); err != nil {
+		ts.Fatalf("%s failed again on the rerun: %v\nstderr:\n%s", strings.Join(args, " "), err, ts.ReadFile("stderr"))
 	}
 }
 
