@@ -144,30 +144,36 @@ func (s *scriptLab) inventoryChanges(ts *testscript.TestScript, args []string) {
 		}
 	}
 	slices.Sort(changes)
-	res := make([]*regexp.Regexp, len(args))
-	for i, a := range args {
+	if unmatched, missing := matchChanges(ts, changes, args); len(unmatched) > 0 || len(missing) > 0 {
+		ts.Fatalf("Proxmox inventory changes since the mark:\n  %s\nunexpected: %q; expected but not seen: %q",
+			strings.Join(changes, "\n  "), unmatched, missing)
+	}
+}
+
+// matchChanges matches changes against the regular expressions patterns
+// (each anchored): the changes none matches, and the patterns that matched
+// none.
+func matchChanges(ts *testscript.TestScript, changes, patterns []string) (unmatched, missing []string) {
+	res := make([]*regexp.Regexp, len(patterns))
+	for i, a := range patterns {
 		re, err := regexp.Compile("^(?:" + a + ")$")
 		ts.Check(err)
 		res[i] = re
 	}
 	matched := map[string]bool{}
-	var unmatched []string
 	for _, c := range changes {
 		hit := false
 		for i, re := range res {
 			if re.MatchString(c) {
-				hit, matched[args[i]] = true, true
+				hit, matched[patterns[i]] = true, true
 			}
 		}
 		if !hit {
 			unmatched = append(unmatched, c)
 		}
 	}
-	missing := slices.DeleteFunc(slices.Clone(args), func(a string) bool { return matched[a] })
-	if len(unmatched) > 0 || len(missing) > 0 {
-		ts.Fatalf("Proxmox inventory changes since the mark:\n  %s\nunexpected: %q; expected but not seen: %q",
-			strings.Join(changes, "\n  "), unmatched, missing)
-	}
+	missing = slices.DeleteFunc(slices.Clone(patterns), func(a string) bool { return matched[a] })
+	return unmatched, missing
 }
 
 // wholeInventory checks the lab cloud's whole inventory (see
@@ -175,12 +181,17 @@ func (s *scriptLab) inventoryChanges(ts *testscript.TestScript, args []string) {
 // tagged or not, one id-free line each):
 //
 //	lab inventory save NAME    remember it as NAME
-//	lab inventory diff NAME    it is NAME's, line for line (the diff if not)
+//	lab inventory diff NAME [CHANGE...]
+//	                           it is NAME's, line for line (the diff if
+//	                           not); with CHANGE..., the lines of the diff
+//	                           ("+ LINE" here only, "- LINE" there only)
+//	                           are exactly those the regular expressions
+//	                           CHANGE match
 //	lab inventory expect FILE  it is FILE's (a golden text in the script
 //	                           archive; lines starting with # are comments)
 func (s *scriptLab) wholeInventory(ts *testscript.TestScript, args []string) {
-	if len(args) != 2 {
-		ts.Fatalf("usage: lab inventory save|diff NAME | lab inventory expect FILE")
+	if len(args) < 2 || (args[0] != "diff" && len(args) != 2) {
+		ts.Fatalf("usage: lab inventory save NAME | lab inventory diff NAME [CHANGE...] | lab inventory expect FILE")
 	}
 	var now inventory.Snapshot
 	switch {
@@ -208,7 +219,9 @@ func (s *scriptLab) wholeInventory(ts *testscript.TestScript, args []string) {
 	case "expect":
 		was = inventory.Parse(ts.ReadFile(args[1]))
 	}
-	if diff := inventory.Diff(was, now); diff != nil {
-		ts.Fatalf("the whole inventory differs from %s (- there only, + here only):\n  %s", args[1], strings.Join(diff, "\n  "))
+	diff := inventory.Diff(was, now)
+	if unmatched, missing := matchChanges(ts, diff, args[2:]); len(unmatched) > 0 || len(missing) > 0 {
+		ts.Fatalf("the whole inventory differs from %s (- there only, + here only):\n  %s\nunexpected: %q; expected but not seen: %q",
+			args[1], strings.Join(diff, "\n  "), unmatched, missing)
 	}
 }

@@ -2,6 +2,7 @@ package kubeapi
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"testing"
 	"time"
@@ -74,7 +75,8 @@ func noAnswer(err error) bool { return err != nil && statusCode(err) == 0 }
 
 // statusCode is the HTTP status of an API error, 0 if there was none.
 func statusCode(err error) int {
-	if s, ok := err.(apierrors.APIStatus); ok { //nolint:errorlint // client-go returns *StatusError itself
+	var s apierrors.APIStatus
+	if errors.As(err, &s) {
 		return int(s.Status().Code)
 	}
 	return 0

@@ -1,8 +1,10 @@
 package openstack
 
 import (
+	"cmp"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/talosc/talosc/pkg/lab/inventory"
 )
@@ -86,56 +88,38 @@ type namer struct {
 }
 
 func newNamer(inv Inventory) *namer {
-	n := &namer{
-		projects: map[string]string{}, flavors: map[string]string{}, images: map[string]string{}, servers: map[string]string{},
-		networks: map[string]string{}, subnets: map[string]string{}, ports: map[string]string{}, routers: map[string]string{}, sgs: map[string]string{},
+	return &namer{
+		projects: names(inv.Projects, func(x Project) (string, string) { return x.ID, x.Name }),
+		flavors:  names(inv.Flavors, func(x Flavor) (string, string) { return x.ID, x.Name }),
+		images:   names(inv.Images, func(x Image) (string, string) { return x.ID, x.Name }),
+		servers:  names(inv.Servers, func(x Server) (string, string) { return x.ID, x.Name }),
+		networks: names(inv.Networks, func(x Network) (string, string) { return x.ID, x.Name }),
+		subnets:  names(inv.Subnets, func(x Subnet) (string, string) { return x.ID, x.Name }),
+		ports:    names(inv.Ports, func(x Port) (string, string) { return x.ID, x.Name }),
+		routers:  names(inv.Routers, func(x Router) (string, string) { return x.ID, x.Name }),
+		sgs:      names(inv.SecurityGroups, func(x SecurityGroup) (string, string) { return x.ID, x.Name }),
 	}
-	for _, x := range inv.Projects {
-		n.projects[x.ID] = x.Name
+}
+
+// names maps the ids of xs to their names.
+func names[T any](xs []T, idName func(T) (id, name string)) map[string]string {
+	out := make(map[string]string, len(xs))
+	for _, x := range xs {
+		id, name := idName(x)
+		out[id] = name
 	}
-	for _, x := range inv.Flavors {
-		n.flavors[x.ID] = x.Name
-	}
-	for _, x := range inv.Images {
-		n.images[x.ID] = x.Name
-	}
-	for _, x := range inv.Servers {
-		n.servers[x.ID] = x.Name
-	}
-	for _, x := range inv.Networks {
-		n.networks[x.ID] = x.Name
-	}
-	for _, x := range inv.Subnets {
-		n.subnets[x.ID] = x.Name
-	}
-	for _, x := range inv.Ports {
-		n.ports[x.ID] = x.Name
-	}
-	for _, x := range inv.Routers {
-		n.routers[x.ID] = x.Name
-	}
-	for _, x := range inv.SecurityGroups {
-		n.sgs[x.ID] = x.Name
-	}
-	return n
+	return out
 }
 
 func (n *namer) project(id string) inventory.Attr { return inventory.A("project", n.projects[id]) }
 
 // list names ids in their order ("-" for an unnamed one).
 func (n *namer) list(names map[string]string, ids []string) string {
-	out := ""
+	out := make([]string, len(ids))
 	for i, id := range ids {
-		name := names[id]
-		if name == "" {
-			name = "-"
-		}
-		if i > 0 {
-			out += ","
-		}
-		out += name
+		out[i] = cmp.Or(names[id], "-")
 	}
-	return out
+	return strings.Join(out, ",")
 }
 
 // port adds a port: its addresses by subnet (the address the cloud
