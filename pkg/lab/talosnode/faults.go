@@ -46,6 +46,7 @@ func (a *apiServices) callPath(fullMethod string) string {
 func (a *apiServices) recordUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	start := time.Now()
 	method := methodOf(info.FullMethod, req)
+	a.node.fleet.opts.Recorder.Arrived(labnet.Call{Service: ServiceName, Method: method, Path: a.callPath(info.FullMethod), Start: start})
 	resp, err := func() (any, error) {
 		if err := a.inject(ctx, info.FullMethod, method); err != nil {
 			return nil, err
@@ -60,6 +61,7 @@ func (a *apiServices) recordUnary(ctx context.Context, req any, info *grpc.Unary
 func (a *apiServices) recordStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 	start := time.Now()
 	method := methodOf(info.FullMethod, nil)
+	a.node.fleet.opts.Recorder.Arrived(labnet.Call{Service: ServiceName, Method: method, Path: a.callPath(info.FullMethod), Start: start})
 	err := a.inject(ss.Context(), info.FullMethod, method)
 	if err == nil {
 		err = handler(srv, ss)
