@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"errors"
 	"hash/fnv"
 	"os"
@@ -135,7 +136,7 @@ func seeded(seed string) uint64 {
 func (s *scriptLab) groupCommand(ts *testscript.TestScript, args []string) *exec.Cmd {
 	path, err := lookIn(ts.Getenv("PATH"), args[0])
 	ts.Check(err)
-	cmd := exec.Command(path, args[1:]...)
+	cmd := exec.CommandContext(context.Background(), path, args[1:]...) // killed by the lab or at the script's end
 	cmd.Dir = ts.MkAbs(".")
 	cmd.Env = scriptEnv(ts)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
