@@ -26,7 +26,8 @@ import (
 // service handles it. The request then goes on to be applied, its answer
 // going nowhere, as when a laptop sleeps or a CI runner is OOM-killed.
 //
-//	lab kill-at N CMD ARGS...              at the Nth mutating request
+//	lab kill-at N CMD ARGS...              at the Nth mutating request (as
+//	                                       "lab mutations" counts them)
 //	lab kill-at random SEED MAX CMD ARGS...
 //	                                       at the Nth, N drawn from SEED
 //	                                       in 1..MAX
@@ -81,8 +82,8 @@ func (s *scriptLab) killAt(ts *testscript.TestScript, args []string) {
 			return
 		}
 		once.Do(func() {
+			killed <- c // before the kill: Wait may return at once
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			killed <- c
 		})
 	})
 	defer rec.OnArrival(nil)
@@ -113,7 +114,7 @@ func nthMutation(n int) func(labnet.Call) bool {
 	var mu sync.Mutex
 	seen := 0
 	return func(c labnet.Call) bool {
-		if !c.Mutating() {
+		if !c.Mutating() || onlyLooksLikeChange(c) {
 			return false
 		}
 		mu.Lock()
