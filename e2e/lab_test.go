@@ -189,6 +189,9 @@ func (s *scriptLab) networks() (cluster, external string) {
 //	lab talos-versions DIR VERSION NAME...
 //	                             talosctl version -n NAME... through DIR's
 //	                             talosconfig answers VERSION on every node
+//	lab kill-at N | random SEED MAX | call SERVICE PREFIX  CMD ARGS...
+//	                             run CMD in a process group of its own and
+//	                             SIGKILL the group mid-call (lab_kill_test.go)
 //	lab wait-talos DIR NAME VERSION
 //	                             waits (2 min) until NAME runs VERSION
 func cmdLab(ts *testscript.TestScript, neg bool, args []string) {
@@ -305,6 +308,10 @@ func cmdLab(ts *testscript.TestScript, neg bool, args []string) {
 		mirrorPods(ts, args[1:])
 	case "talos-versions":
 		s.talosVersions(ts, args[1:])
+	case "keep", "kept":
+		keepFile(ts, args[1:], args[0] == "kept")
+	case "kill-at":
+		s.killAt(ts, args[1:])
 	case "wait-talos":
 		s.waitTalos(ts, args[1:])
 	default:

@@ -161,6 +161,7 @@ func Middleware(service string, inj *Injector, rec *Recorder, next http.Handler)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		rec.Arrived(Call{Service: service, Method: r.Method, Path: r.URL.Path, Start: start})
 		defer func() {
 			rec.Record(Call{Service: service, Method: r.Method, Path: r.URL.Path, Status: sw.status, Lost: sw.lost, Start: start, Duration: time.Since(start)})
 		}()

@@ -39,9 +39,10 @@ func (c Call) Mutating() bool {
 
 // Recorder keeps every call, in order. It is safe for concurrent use.
 type Recorder struct {
-	mu    sync.Mutex
-	calls []Call
-	work  []Call
+	mu      sync.Mutex
+	calls   []Call
+	work    []Call
+	arrival func(Call) // see OnArrival
 }
 
 // Work records simulated work the lab did on its own (a node booting, an

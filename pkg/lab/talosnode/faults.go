@@ -49,6 +49,7 @@ func (a *apiServices) callPath(fullMethod string) string {
 func (a *apiServices) recordUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	start := time.Now()
 	method := methodOf(info.FullMethod, req)
+	a.node.fleet.opts.Recorder.Arrived(labnet.Call{Service: ServiceName, Method: method, Path: a.callPath(info.FullMethod), Start: start})
 	var resp any
 	lost, err := a.faulted(ctx, info.FullMethod, method, func() (err error) {
 		resp, err = handler(ctx, req)
@@ -67,6 +68,7 @@ func (a *apiServices) recordUnary(ctx context.Context, req any, info *grpc.Unary
 func (a *apiServices) recordStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 	start := time.Now()
 	method := methodOf(info.FullMethod, nil)
+	a.node.fleet.opts.Recorder.Arrived(labnet.Call{Service: ServiceName, Method: method, Path: a.callPath(info.FullMethod), Start: start})
 	lost, err := a.faultedStream(ss, info.FullMethod, method, func(ss grpc.ServerStream) error { return handler(srv, ss) })
 	a.record(info.FullMethod, method, start, err, lost)
 	return err

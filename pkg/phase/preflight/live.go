@@ -24,6 +24,11 @@ const (
 	probeAttempts  = 3
 	probeInterval  = 10 * time.Second
 	minTimeout     = 2 * time.Second
+	// A node whose Talos API does not answer may be rebooting (a rollout
+	// or an upgrade that an earlier run started and did not see through):
+	// it is given a reboot's time to come back before it counts as silent.
+	silentBudget = 5 * time.Minute
+	silentPoll   = 10 * time.Second
 )
 
 // live is what validation saw of the running cluster.
@@ -107,8 +112,19 @@ func (l *live) talosNodes(ctx context.Context, in *phase.Input, inv *provider.In
 		return err
 	}
 	defer c.Close()
+	version := func(ctx context.Context, node string) (string, error) {
+		v, err := c.Version(ctx, node)
+		if err == nil {
+			return v, nil
+		}
+		in.Out.Info("the Talos API of %s does not answer (%v); waiting up to %s for it (a node rebooting?)", node, err, in.Env.Scale(silentBudget))
+		if werr := c.WaitReachable(ctx, node, in.Env.Scale(silentBudget), in.Env.Scale(silentPoll), nil); werr != nil {
+			return "", err
+		}
+		return c.Version(ctx, node)
+	}
 	endpoint := nodeVersion{host: l.endpoint}
-	if endpoint.version, err = c.Version(ctx, l.endpoint); err != nil {
+	if endpoint.version, err = version(ctx, l.endpoint); err != nil {
 		return fmt.Errorf("the Talos API of %s (talosconfig's endpoint) does not answer (%w); refusing: the running Talos version and the nodes' state are unknown", l.endpoint, err)
 	}
 	var addrs []string
@@ -125,7 +141,7 @@ func (l *live) talosNodes(ctx context.Context, in *phase.Input, inv *provider.In
 	}
 	var silent []string
 	for i, err := range provider.FanOut(ctx, len(addrs), func(ctx context.Context, i int) (err error) {
-		nodes[i].version, err = c.Version(ctx, addrs[i])
+		nodes[i].version, err = version(ctx, addrs[i])
 		return err
 	}) {
 		if err != nil {
