@@ -34,7 +34,8 @@ import (
 //	lab kill-at call SERVICE PREFIX CMD ARGS...
 //	                                       at the first request (read or
 //	                                       not) of SERVICE whose path
-//	                                       starts with PREFIX
+//	                                       starts with PREFIX ("METHOD
+//	                                       /path" takes only METHOD)
 //
 // The command must be killed: one that ends first fails the script (the
 // kill point was past the end of the run). Its stdout and stderr are the
@@ -61,7 +62,13 @@ func (s *scriptLab) killAt(ts *testscript.TestScript, args []string) {
 			ts.Fatalf(usage)
 		}
 		svc, prefix := args[1], args[2]
-		trigger = func(c labnet.Call) bool { return c.Service == svc && strings.HasPrefix(c.Path, prefix) }
+		method, p, ok := strings.Cut(prefix, " ")
+		if ok {
+			prefix = p
+		}
+		trigger = func(c labnet.Call) bool {
+			return c.Service == svc && (!ok || c.Method == method) && strings.HasPrefix(c.Path, prefix)
+		}
 		what = "the first " + svc + " " + prefix + " call"
 		args = args[3:]
 	default:
