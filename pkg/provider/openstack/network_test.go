@@ -224,7 +224,8 @@ func TestReconcileNetwork_BuildsFromNothing(t *testing.T) {
 	inv := l.lab.Inventory()
 	assoc := map[string]string{}
 	for _, f := range inv.FloatingIPs {
-		assoc[f.Description] = f.PortID
+		name, _, _ := strings.Cut(f.Description, " ")
+		assoc[name] = f.PortID
 	}
 	if assoc["c-kubeapi"] != res.Kubernetes.Reserved || assoc["c-ingress"] != res.Ingress.Reserved {
 		t.Errorf("floating ips point at %v, want the reserved ports %s and %s", assoc, res.Kubernetes.Reserved, res.Ingress.Reserved)
