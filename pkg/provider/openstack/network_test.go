@@ -122,7 +122,10 @@ func newNetLab(t *testing.T, cfg labos.Config, o openstack.Options, c netCluster
 	}
 	l := &netLab{lab: lab, rec: cfg.Recorder, dir: t.TempDir(), cred: cred, logs: &syncBuffer{}}
 	l.configure(t, c)
-	o.Poll, o.RequestTimeout, o.Logf = 20*time.Millisecond, 5*time.Second, l.logs.printf
+	o.Poll, o.Logf = 20*time.Millisecond, l.logs.printf
+	if o.RequestTimeout == 0 {
+		o.RequestTimeout = 5 * time.Second
+	}
 	if l.cloud, err = openstack.Connect(t.Context(), l.spec.Cluster, o); err != nil {
 		t.Fatal(err)
 	}
@@ -335,7 +338,7 @@ func TestReconcileNetwork_DryRunPlansWhatARunDoes(t *testing.T) {
 
 func TestReconcileNetwork_RefusesUnownedNetworkBeforeAnyChange(t *testing.T) {
 	l := newNetLab(t, labos.Config{}, openstack.Options{}, defaultNet)
-	l.createForeignNetwork(t, "c-net")
+	l.createForeignNetwork(t, "c-net", "")
 	l.rec.Reset()
 	_, err := l.cloud.ReconcileNetwork(t.Context(), l.spec, &provider.Plan{})
 	if err == nil || !strings.Contains(err.Error(), "refusing to adopt unowned network c-net (") ||
@@ -349,7 +352,7 @@ func TestReconcileNetwork_RefusesUnownedNetworkBeforeAnyChange(t *testing.T) {
 
 // createForeignNetwork creates an untagged network as another user of the
 // project would.
-func (l *netLab) createForeignNetwork(t *testing.T, name string) {
+func (l *netLab) createForeignNetwork(t *testing.T, name, description string) {
 	t.Helper()
 	pc, err := gos.AuthenticatedClient(t.Context(), gophercloud.AuthOptions{
 		IdentityEndpoint: l.lab.AuthURL(), Username: "demo", Password: labos.DefaultPassword, DomainName: "Default",
@@ -362,7 +365,7 @@ func (l *netLab) createForeignNetwork(t *testing.T, name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := networks.Create(t.Context(), nc, networks.CreateOpts{Name: name}).Extract(); err != nil {
+	if _, err := networks.Create(t.Context(), nc, networks.CreateOpts{Name: name, Description: description}).Extract(); err != nil {
 		t.Fatal(err)
 	}
 }
