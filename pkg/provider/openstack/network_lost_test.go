@@ -243,3 +243,11 @@ func TestReconcileNetwork_RefusesASameNamedResourceOfAnotherOwner(t *testing.T) 
 		})
 	}
 }
+
+func TestConnect_RepeatsAKeystoneTokenPOSTWhoseAnswerWasLost(t *testing.T) {
+	inj := labnet.NewInjector(labnet.Knobs{Faults: []labnet.Fault{{Service: labos.Keystone, Method: http.MethodPost, PathPrefix: "/v3/auth/tokens", Nth: 1, Status: http.StatusGatewayTimeout, After: true}}})
+	l := newNetLab(t, labos.Config{Injector: inj}, openstack.Options{}, defaultNet)
+	if !strings.Contains(l.logs.String(), "/v3/auth/tokens: 504 Gateway Timeout; retrying (1 of 4)") {
+		t.Errorf("the token POST was not repeated:\n%s", l.logs)
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/attributestags"
 
 	"github.com/talosc/talosc/pkg/provider"
@@ -135,16 +134,6 @@ func createOrAdopt[T any](ctx context.Context, c *Cloud, r neutronCreate[T], clu
 		}
 		c.opts.Logf("openstack: create %s: %v; it was not made: creating it again (%d of %d)", what, err, attempt+1, createAttempts)
 	}
-}
-
-// maybeApplied reports an error after which a create may have happened
-// (see provider.OutcomeUnknown).
-func maybeApplied(err error) bool {
-	var code gophercloud.ErrUnexpectedResponseCode
-	if errors.As(err, &code) {
-		return provider.OutcomeUnknown(code.Actual, err)
-	}
-	return provider.OutcomeUnknown(0, err)
 }
 
 func (c *Cloud) tagAndVerify(ctx context.Context, kind, collection, name, id string, tags []string) error {
