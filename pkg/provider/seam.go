@@ -202,8 +202,10 @@ type Compute interface {
 	// markers, never by name alone).
 	Inventory(ctx context.Context, cluster *config.Cluster) (*Inventory, error)
 	// ValidateMachines refuses changes the provider cannot make in place
-	// to existing machines (OpenStack: flavor, disk, availability zone),
-	// naming the key and the way out. It mutates nothing.
+	// to existing machines and the network they sit on (OpenStack:
+	// flavor, disk, availability zone, the cluster subnet's cidr),
+	// naming the key and the way out. The whole-run validation calls it
+	// before the first mutation. It mutates nothing.
 	ValidateMachines(ctx context.Context, cluster *config.Cluster, desired []config.Machine, inv *Inventory) error
 	// CreateMachines creates the missing machines concurrently (through
 	// plan) and returns them as created.

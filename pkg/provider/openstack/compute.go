@@ -66,9 +66,13 @@ func resolveFlavor(list []flavors.Flavor, ref, key string) (flavors.Flavor, erro
 }
 
 // ValidateMachines refuses flavor, boot disk and availability-zone changes
-// to existing servers, every one at once. The flavor list is read only
-// when a server's flavor differs from the pool's as written.
+// to existing servers, and a network.cluster.cidr the existing subnet does
+// not have, every one at once. The flavor list is read only when a
+// server's flavor differs from the pool's as written.
 func (c *Cloud) ValidateMachines(ctx context.Context, cluster *config.Cluster, desired []config.Machine, inv *provider.Inventory) error {
+	if err := c.validateSubnet(ctx, cluster); err != nil {
+		return err
+	}
 	r := provider.Refusals{What: "server(s)"}
 	var flavorList []flavors.Flavor
 	var small []error

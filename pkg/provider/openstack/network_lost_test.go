@@ -251,3 +251,25 @@ func TestConnect_RepeatsAKeystoneTokenPOSTWhoseAnswerWasLost(t *testing.T) {
 		t.Errorf("the token POST was not repeated:\n%s", l.logs)
 	}
 }
+
+func TestValidateMachines_RefusesASubnetCIDRChangeBeforeAnyMutation(t *testing.T) {
+	l := newNetLab(t, labos.Config{}, openstack.Options{}, defaultNet)
+	l.reconcile(t, false)
+	c := defaultNet
+	c.cidr = "127.17.0.0/24"
+	l.configure(t, c)
+	l.rec.Reset()
+	cfg := l.spec.Cluster
+	err := l.cloud.ValidateMachines(t.Context(), cfg, cfg.Hostnames(), &provider.Inventory{})
+	if err == nil || !strings.Contains(err.Error(), "network.cluster.cidr is 127.17.0.0/24 but subnet c-subnet (") ||
+		!strings.Contains(err.Error(), "has 127.16.0.0/24, and Neutron cannot change a subnet's cidr") {
+		t.Fatalf("err = %v, want the cidr refusal", err)
+	}
+	if m := l.rec.Mutations(); len(m) != 0 {
+		t.Errorf("validation made %d mutating calls: %v", len(m), m)
+	}
+	l.configure(t, defaultNet)
+	if err := l.cloud.ValidateMachines(t.Context(), l.spec.Cluster, cfg.Hostnames(), &provider.Inventory{}); err != nil {
+		t.Errorf("unchanged cidr refused: %v", err)
+	}
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
 	"github.com/gophercloud/gophercloud/v2/pagination"
 
+	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/provider"
 )
 
@@ -90,14 +91,38 @@ func (c *Cloud) readNetwork(ctx context.Context, spec provider.NetworkSpec) (*ne
 // (reference I-9).
 func (inv *netInventory) checkSubnet() error {
 	sn := inv.subnet
-	switch {
-	case sn == nil:
-		return nil
-	case inv.net == nil || sn.NetworkID != inv.net.ID:
+	if sn != nil && (inv.net == nil || sn.NetworkID != inv.net.ID) {
 		return fmt.Errorf("subnet %s (%s) is not on network %s: delete the subnet, or destroy and recreate the cluster", sn.Name, sn.ID, inv.names.net)
-	case sn.CIDR != inv.cidr.String():
+	}
+	return inv.checkCIDR()
+}
+
+// checkCIDR refuses a cluster subnet whose cidr is not network.cluster.cidr.
+func (inv *netInventory) checkCIDR() error {
+	if sn := inv.subnet; sn != nil && sn.CIDR != inv.cidr.String() {
 		return fmt.Errorf("network.cluster.cidr is %s but subnet %s (%s) has %s, and Neutron cannot change a subnet's cidr: revert network.cluster.cidr, or destroy and recreate the cluster",
 			inv.cidr, sn.Name, sn.ID, sn.CIDR)
+	}
+	return nil
+}
+
+// validateSubnet is the whole-run validation's part of checkCIDR: it runs
+// before the first phase mutates anything (audit S10). It reads only the
+// cluster's owned subnets; refusing an unowned same-named one is the
+// network phase's.
+func (c *Cloud) validateSubnet(ctx context.Context, cluster *config.Cluster) error {
+	n := namesOf(cluster.Name)
+	list, err := c.subnetLookup(n).list(ctx)
+	if err != nil {
+		return wrap(err, "list subnets named %s", n.subnet)
+	}
+	for _, sn := range list {
+		if Owned(sn.Tags, n.cluster) || describedOwned(sn.Description, n.cluster) {
+			inv := &netInventory{names: n, cidr: cluster.Network.Cluster.CIDR, subnet: &sn}
+			if err := inv.checkCIDR(); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package openstack_test
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
+	gocmp "github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/gophercloud/gophercloud/v2"
 	gos "github.com/gophercloud/gophercloud/v2/openstack"
@@ -34,10 +35,11 @@ type netCluster struct {
 	mtu     string // network.cluster.mtu, "" for the default
 	dns     string // network.dns
 	kubeSrc string // the kubernetes rule's host
+	cidr    string // network.cluster.cidr, "" for 127.16.0.0/24
 }
 
 func (n netCluster) yaml(url, region string) string {
-	mtu := ""
+	mtu, cidr := "", cmp.Or(n.cidr, "127.16.0.0/24")
 	if n.mtu != "" {
 		mtu = "\n    mtu: " + n.mtu
 	}
@@ -63,7 +65,7 @@ openstack:
   region: %s
 network:
   cluster:
-    cidr: 127.16.0.0/24%s
+    cidr: %s%s
   dns: %s
   ntp: [127.0.0.123]
 security:
@@ -71,7 +73,7 @@ security:
     lab: %s
   talos:
     lab: 127.0.0.0/8
-`, n.workers, url, region, mtu, n.dns, n.kubeSrc)
+`, n.workers, url, region, cidr, mtu, n.dns, n.kubeSrc)
 }
 
 // netLab is a lab OpenStack, a cluster directory and a connected Cloud.
@@ -191,7 +193,7 @@ func TestReconcileNetwork_BuildsFromNothing(t *testing.T) {
 	res, changes := l.reconcile(t, false)
 
 	want := map[string]int{"networks": 1, "subnets": 1, "routers": 1, "ports": 7, "floatingips": 2, "security_groups": 1}
-	if diff := cmp.Diff(want, l.owned()); diff != "" {
+	if diff := gocmp.Diff(want, l.owned()); diff != "" {
 		t.Errorf("owned resources (-want +got):\n%s", diff)
 	}
 	var rules int
@@ -250,7 +252,7 @@ func TestReconcileNetwork_BuildsFromNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(res, cur, equateAddr); diff != "" {
+	if diff := gocmp.Diff(res, cur, equateAddr); diff != "" {
 		t.Errorf("CurrentNetwork differs from the reconcile's result (-reconcile +current):\n%s", diff)
 	}
 }
@@ -275,7 +277,7 @@ func TestReconcileNetwork_SecondRunChangesNothing(t *testing.T) {
 			if len(calls) > 8 {
 				t.Errorf("no-op reconcile of %d machines made %d calls, want at most 8", workers+3, len(calls))
 			}
-			if diff := cmp.Diff(first, second, equateAddr); diff != "" {
+			if diff := gocmp.Diff(first, second, equateAddr); diff != "" {
 				t.Errorf("results differ (-first +second):\n%s", diff)
 			}
 		})
@@ -291,7 +293,7 @@ func TestReconcileNetwork_DNSChangeUpdatesTheSubnetInPlace(t *testing.T) {
 	l.rec.Reset()
 	_, changes := l.reconcile(t, false)
 	want := []state.Change{{Action: state.ActionUpdate, Kind: "openstack:subnet", Name: "c-subnet", Detail: "dns 127.0.0.53 -> 127.0.0.54,127.0.0.55"}}
-	if diff := cmp.Diff(want, changes); diff != "" {
+	if diff := gocmp.Diff(want, changes); diff != "" {
 		t.Errorf("changes (-want +got):\n%s", diff)
 	}
 	if got := neutronMutations(l.rec); len(got) != 1 || !strings.HasPrefix(got[0], "PUT /v2.0/subnets/") {
@@ -311,7 +313,7 @@ func TestReconcileNetwork_RuleChangeAddsBeforeDeleting(t *testing.T) {
 		{Action: state.ActionCreate, Kind: "openstack:security-group-rule", Name: "tcp/6443 from 127.1.0.0/16"},
 		{Action: state.ActionDelete, Kind: "openstack:security-group-rule", Name: "tcp/6443 from 127.0.0.0/8"},
 	}
-	if diff := cmp.Diff(want, changes); diff != "" {
+	if diff := gocmp.Diff(want, changes); diff != "" {
 		t.Errorf("changes (-want +got):\n%s", diff)
 	}
 	got := neutronMutations(l.rec)
@@ -326,12 +328,12 @@ func TestReconcileNetwork_DryRunPlansWhatARunDoes(t *testing.T) {
 	if m := planned.rec.Mutations(); len(m) != 0 {
 		t.Errorf("dry run made %d mutating calls: %v", len(m), m)
 	}
-	if diff := cmp.Diff(&provider.NetworkResult{Machines: res.Machines}, res, equateAddr); diff != "" || res.Machines[0].Attachment != "" {
+	if diff := gocmp.Diff(&provider.NetworkResult{Machines: res.Machines}, res, equateAddr); diff != "" || res.Machines[0].Attachment != "" {
 		t.Errorf("dry run on an empty cloud returned ids:\n%s", diff)
 	}
 	applied := newNetLab(t, labos.Config{}, openstack.Options{}, defaultNet)
 	_, real := applied.reconcile(t, false)
-	if diff := cmp.Diff(real, dry); diff != "" {
+	if diff := gocmp.Diff(real, dry); diff != "" {
 		t.Errorf("dry run plan differs from the real run's changes (-real +dry):\n%s", diff)
 	}
 }
@@ -379,7 +381,7 @@ func TestReconcileNetwork_AddingAWorkerAddsOnePort(t *testing.T) {
 	l.rec.Reset()
 	res, changes := l.reconcile(t, false)
 	want := []state.Change{{Action: state.ActionCreate, Kind: "openstack:port", Name: "c-worker-03", Detail: "pair ingress VIP"}}
-	if diff := cmp.Diff(want, changes); diff != "" {
+	if diff := gocmp.Diff(want, changes); diff != "" {
 		t.Errorf("changes (-want +got):\n%s", diff)
 	}
 	if last := res.Machines[len(res.Machines)-1]; last.Hostname != "c-worker-03" || last.Attachment == "" {
@@ -398,7 +400,7 @@ func TestReconcileNetwork_ReclaimsOrphanPortsWithoutServer(t *testing.T) {
 	l.configure(t, c)
 	_, changes := l.reconcile(t, false)
 	want := []state.Change{{Action: state.ActionDelete, Kind: "openstack:port", Name: "c-worker-02"}}
-	if diff := cmp.Diff(want, changes); diff != "" {
+	if diff := gocmp.Diff(want, changes); diff != "" {
 		t.Errorf("changes (-want +got):\n%s", diff)
 	}
 	// 2 reserved, 3 control planes, 1 worker.
@@ -418,7 +420,7 @@ func TestDestroyNetwork_LeavesNothingOwned(t *testing.T) {
 	if err := l.cloud.DestroyNetwork(t.Context(), l.spec.Cluster, plan); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(plan.Changes(), dry.Changes()); diff != "" {
+	if diff := gocmp.Diff(plan.Changes(), dry.Changes()); diff != "" {
 		t.Errorf("destroy plan differs from destroy (-real +dry):\n%s", diff)
 	}
 	if got := l.owned(); len(got) != 0 {
