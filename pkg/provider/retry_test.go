@@ -122,7 +122,7 @@ func TestRetryTransport_NonReplayableBodyGetsOneAttempt(t *testing.T) {
 }
 
 func TestRetryTransport_RefusedConnectionIsRetriedForPOST(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,10 @@ func TestRetryTransport_RefusedConnectionIsRetriedForPOST(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = transport(counting, true).RoundTrip(req)
+	resp, err := transport(counting, true).RoundTrip(req)
+	if err == nil {
+		_ = resp.Body.Close()
+	}
 	if !errors.Is(err, syscall.ECONNREFUSED) || a.n.Load() != 3 {
 		t.Errorf("err %v after %d attempts, want a refused connection after 3", err, a.n.Load())
 	}

@@ -70,7 +70,7 @@ func ownImage(img images.Image, spec provider.ImageSpec, project string) bool {
 // projectID is the id of the credential's project, which owns the images
 // talosc creates.
 func (c *Cloud) projectID() (string, error) {
-	if r, ok := c.image.ProviderClient.GetAuthResult().(tokens.CreateResult); ok {
+	if r, ok := c.image.GetAuthResult().(tokens.CreateResult); ok {
 		if p, err := r.ExtractProject(); err == nil && p != nil && p.ID != "" {
 			return p.ID, nil
 		}

@@ -62,8 +62,10 @@ func TestEnsureImage_NeverBootsFromAnImageItCannotProveItsOwn(t *testing.T) {
 		// This project's, uploaded by hand: no marker.
 		uploadedImage(t, l.image, images.CreateOpts{Name: spec.Name, Properties: ours}),
 		// This project's, tagged, of another schematic.
-		uploadedImage(t, l.image, images.CreateOpts{Name: spec.Name, Tags: []string{openstack.TagManagedBy},
-			Properties: map[string]string{"talos_version": spec.TalosVersion, "talos_schematic": "0000"}}),
+		uploadedImage(t, l.image, images.CreateOpts{
+			Name: spec.Name, Tags: []string{openstack.TagManagedBy},
+			Properties: map[string]string{"talos_version": spec.TalosVersion, "talos_schematic": "0000"},
+		}),
 	}
 	if _, ok, err := l.cloud.FindImage(t.Context(), spec); ok || err != nil {
 		t.Fatalf("FindImage = %v, %v; want none of the foreign images", ok, err)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -54,6 +55,7 @@ func lostCall(rec *labnet.Recorder) bool {
 }
 
 func TestReconcileNetwork_LostAnswersLeaveWhatAFaultFreeRunDoes(t *testing.T) {
+	t.Parallel()
 	want := faultFreeNetwork(t)
 	creates := []struct {
 		method, path string
@@ -141,6 +143,7 @@ func canceled() context.Context {
 }
 
 func TestReconcileNetwork_NextRunTagsWhatAKilledRunLeftUntagged(t *testing.T) {
+	t.Parallel()
 	want := faultFreeNetwork(t)
 	for _, path := range []string{"/v2.0/security-groups", "/v2.0/networks", "/v2.0/subnets", "/v2.0/routers", "/v2.0/ports", "/v2.0/floatingips"} {
 		t.Run(path, func(t *testing.T) {
@@ -271,5 +274,62 @@ func TestValidateMachines_RefusesASubnetCIDRChangeBeforeAnyMutation(t *testing.T
 	l.configure(t, defaultNet)
 	if err := l.cloud.ValidateMachines(t.Context(), l.spec.Cluster, cfg.Hostnames(), &provider.Inventory{}); err != nil {
 		t.Errorf("unchanged cidr refused: %v", err)
+	}
+}
+
+// retried runs f, and once more if it failed (a user's rerun).
+func retried(t *testing.T, what string, f func() error) {
+	t.Helper()
+	if err := f(); err != nil {
+		t.Logf("%s failed the first time: %v", what, err)
+		if err := f(); err != nil {
+			t.Fatalf("%s failed again on the rerun: %v", what, err)
+		}
+	}
+}
+
+func TestNetwork_RandomLostAnswersConvergeAndDestroyExactly(t *testing.T) {
+	t.Parallel()
+	clean := newNetLab(t, labos.Config{}, openstack.Options{}, defaultNet)
+	clean.reconcile(t, false)
+	built := clean.lab.Snapshot()
+	if err := clean.cloud.DestroyNetwork(t.Context(), clean.spec.Cluster, &provider.Plan{}); err != nil {
+		t.Fatal(err)
+	}
+	destroyed := clean.lab.Snapshot()
+	// Tag and delete paths carry ids, so which of their answers get lost
+	// varies from run to run: a seed may lose none, the seeds together
+	// always lose some.
+	var lost atomic.Int32
+	t.Run("seeds", func(t *testing.T) {
+		for seed := range uint64(6) {
+			t.Run(fmt.Sprint(seed+1), func(t *testing.T) {
+				t.Parallel()
+				inj := labnet.NewInjector(labnet.Knobs{})
+				l := newNetLab(t, labos.Config{Injector: inj}, openstack.Options{RequestTimeout: time.Second}, defaultNet)
+				lossy := labnet.Knobs{LostRate: 0.1, Seed: seed + 1}
+				inj.Set(lossy)
+				retried(t, "reconcile", func() error { _, err := l.cloud.ReconcileNetwork(t.Context(), l.spec, &provider.Plan{}); return err })
+				inj.Set(labnet.Knobs{})
+				if diff := inventory.Diff(built, l.lab.Snapshot()); len(diff) != 0 {
+					t.Errorf("built inventory differs from a fault-free build's:\n%s\n%s", strings.Join(diff, "\n"), l.logs)
+				}
+				inj.Set(lossy)
+				retried(t, "destroy", func() error { return l.cloud.DestroyNetwork(t.Context(), l.spec.Cluster, &provider.Plan{}) })
+				inj.Set(labnet.Knobs{})
+				if diff := inventory.Diff(destroyed, l.lab.Snapshot()); len(diff) != 0 {
+					t.Errorf("inventory after destroy differs from a fault-free destroy's:\n%s", strings.Join(diff, "\n"))
+				}
+				for _, c := range l.rec.Calls() {
+					if c.Lost {
+						lost.Add(1)
+					}
+				}
+			})
+		}
+	})
+	t.Logf("%d answers lost over 6 seeds", lost.Load())
+	if lost.Load() == 0 {
+		t.Error("no answer was lost: the faults matched nothing")
 	}
 }

@@ -204,7 +204,7 @@ func (c *Cloud) createRule(ctx context.Context, sg string, k ruleKey) error {
 	}
 	for attempt := 1; ; attempt++ {
 		_, err := rules.Create(ctx, c.network, opts).Extract()
-		if err == nil || !(maybeApplied(err) || isConflict(err)) || ctx.Err() != nil {
+		if err == nil || (!maybeApplied(err) && !isConflict(err)) || ctx.Err() != nil {
 			return err
 		}
 		have, lerr := listAll(ctx, rules.List(c.network, rules.ListOpts{SecGroupID: sg, Direction: string(rules.DirIngress)}), rules.ExtractRules)

@@ -13,8 +13,7 @@ import (
 // maybeApplied reports an error after which a create may have happened
 // (see provider.OutcomeUnknown).
 func maybeApplied(err error) bool {
-	var code gophercloud.ErrUnexpectedResponseCode
-	if errors.As(err, &code) {
+	if code, ok := errors.AsType[gophercloud.ErrUnexpectedResponseCode](err); ok {
 		return provider.OutcomeUnknown(code.Actual, err)
 	}
 	return provider.OutcomeUnknown(0, err)
