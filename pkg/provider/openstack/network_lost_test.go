@@ -301,35 +301,35 @@ func TestNetwork_RandomLostAnswersConvergeAndDestroyExactly(t *testing.T) {
 	// varies from run to run: a seed may lose none, the seeds together
 	// always lose some.
 	var lost atomic.Int32
-	t.Run("seeds", func(t *testing.T) {
-		for seed := range uint64(6) {
-			t.Run(fmt.Sprint(seed+1), func(t *testing.T) {
-				t.Parallel()
-				inj := labnet.NewInjector(labnet.Knobs{})
-				l := newNetLab(t, labos.Config{Injector: inj}, openstack.Options{RequestTimeout: time.Second}, defaultNet)
-				lossy := labnet.Knobs{LostRate: 0.1, Seed: seed + 1}
-				inj.Set(lossy)
-				retried(t, "reconcile", func() error { _, err := l.cloud.ReconcileNetwork(t.Context(), l.spec, &provider.Plan{}); return err })
-				inj.Set(labnet.Knobs{})
-				if diff := inventory.Diff(built, l.lab.Snapshot()); len(diff) != 0 {
-					t.Errorf("built inventory differs from a fault-free build's:\n%s\n%s", strings.Join(diff, "\n"), l.logs)
-				}
-				inj.Set(lossy)
-				retried(t, "destroy", func() error { return l.cloud.DestroyNetwork(t.Context(), l.spec.Cluster, &provider.Plan{}) })
-				inj.Set(labnet.Knobs{})
-				if diff := inventory.Diff(destroyed, l.lab.Snapshot()); len(diff) != 0 {
-					t.Errorf("inventory after destroy differs from a fault-free destroy's:\n%s", strings.Join(diff, "\n"))
-				}
-				for _, c := range l.rec.Calls() {
-					if c.Lost {
-						lost.Add(1)
-					}
-				}
-			})
+	t.Cleanup(func() {
+		t.Logf("%d answers lost over 6 seeds", lost.Load())
+		if lost.Load() == 0 {
+			t.Error("no answer was lost: the faults matched nothing")
 		}
 	})
-	t.Logf("%d answers lost over 6 seeds", lost.Load())
-	if lost.Load() == 0 {
-		t.Error("no answer was lost: the faults matched nothing")
+	for seed := range uint64(6) {
+		t.Run(fmt.Sprint(seed+1), func(t *testing.T) {
+			t.Parallel()
+			inj := labnet.NewInjector(labnet.Knobs{})
+			l := newNetLab(t, labos.Config{Injector: inj}, openstack.Options{RequestTimeout: time.Second}, defaultNet)
+			lossy := labnet.Knobs{LostRate: 0.1, Seed: seed + 1}
+			inj.Set(lossy)
+			retried(t, "reconcile", func() error { _, err := l.cloud.ReconcileNetwork(t.Context(), l.spec, &provider.Plan{}); return err })
+			inj.Set(labnet.Knobs{})
+			if diff := inventory.Diff(built, l.lab.Snapshot()); len(diff) != 0 {
+				t.Errorf("built inventory differs from a fault-free build's:\n%s\n%s", strings.Join(diff, "\n"), l.logs)
+			}
+			inj.Set(lossy)
+			retried(t, "destroy", func() error { return l.cloud.DestroyNetwork(t.Context(), l.spec.Cluster, &provider.Plan{}) })
+			inj.Set(labnet.Knobs{})
+			if diff := inventory.Diff(destroyed, l.lab.Snapshot()); len(diff) != 0 {
+				t.Errorf("inventory after destroy differs from a fault-free destroy's:\n%s", strings.Join(diff, "\n"))
+			}
+			for _, c := range l.rec.Calls() {
+				if c.Lost {
+					lost.Add(1)
+				}
+			}
+		})
 	}
 }
