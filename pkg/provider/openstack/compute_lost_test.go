@@ -2,6 +2,7 @@ package openstack_test
 
 import (
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -30,19 +31,28 @@ func TestCreateMachines_LostAnswerAdoptsTheServerItMade(t *testing.T) {
 	t.Parallel()
 	clean := newComputeLab(t, labos.Config{}, threeCPs)
 	clean.boot(t)
-	want := clean.lab.Snapshot()
+	lostAnswerRuns(t, clean.lab.Snapshot(), labnet.Fault{Service: labos.Nova, Method: http.MethodPost, PathPrefix: "/v2.1/servers", Nth: 2}, func(t *testing.T, l *computeLab) {
+		t.Helper()
+		if _, got := l.boot(t); len(got) != 3 {
+			t.Errorf("booted %v, want the 3 control planes", hostnames(got))
+		}
+	})
+}
+
+// lostAnswerRuns runs run on a fresh compute lab once for each way of
+// losing the answer of the request at, then compares the lab's whole
+// inventory with want (a fault-free run's).
+func lostAnswerRuns(t *testing.T, want inventory.Snapshot, at labnet.Fault, run func(*testing.T, *computeLab)) {
+	t.Helper()
 	for how, f := range lostAnswers {
 		t.Run(how, func(t *testing.T) {
 			t.Parallel()
-			f.Service, f.Method, f.PathPrefix, f.Nth = labos.Nova, "POST", "/v2.1/servers", 2
+			f.Service, f.Method, f.PathPrefix, f.Nth = at.Service, at.Method, at.PathPrefix, at.Nth
 			inj := labnet.NewInjector(labnet.Knobs{})
 			l := newComputeLab(t, labos.Config{Injector: inj}, threeCPs)
 			l.connect(t, lostOptions(how))
 			inj.Set(labnet.Knobs{Faults: []labnet.Fault{f}})
-			_, got := l.boot(t)
-			if len(got) != 3 {
-				t.Errorf("booted %v, want the 3 control planes", hostnames(got))
-			}
+			run(t, l)
 			if !lostCall(l.lab.Recorder()) {
 				t.Fatal("no answer was lost: the fault matched nothing")
 			}

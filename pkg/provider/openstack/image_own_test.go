@@ -12,7 +12,6 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/image/v2/imagedata"
 	"github.com/gophercloud/gophercloud/v2/openstack/image/v2/images"
 
-	"github.com/talosc/talosc/pkg/lab/inventory"
 	"github.com/talosc/talosc/pkg/lab/labnet"
 	labos "github.com/talosc/talosc/pkg/lab/openstack"
 	"github.com/talosc/talosc/pkg/provider"
@@ -96,26 +95,12 @@ func TestEnsureImage_LostCreateAnswerAdoptsTheImageItMade(t *testing.T) {
 	if _, err := clean.cloud.EnsureImage(t.Context(), imageSpec(t, ""), &provider.Plan{}); err != nil {
 		t.Fatal(err)
 	}
-	want := clean.lab.Snapshot()
-	for how, f := range lostAnswers {
-		t.Run(how, func(t *testing.T) {
-			t.Parallel()
-			f.Service, f.Method, f.PathPrefix, f.Nth = labos.Glance, http.MethodPost, "/v2/images", 1
-			inj := labnet.NewInjector(labnet.Knobs{})
-			l := newComputeLab(t, labos.Config{Injector: inj}, threeCPs)
-			l.connect(t, lostOptions(how))
-			inj.Set(labnet.Knobs{Faults: []labnet.Fault{f}})
-			if _, err := l.cloud.EnsureImage(t.Context(), imageSpec(t, ""), &provider.Plan{}); err != nil {
-				t.Fatalf("EnsureImage: %v\n%s", err, l.logs)
-			}
-			if !lostCall(l.lab.Recorder()) {
-				t.Fatal("no answer was lost: the fault matched nothing")
-			}
-			if diff := inventory.Diff(want, l.lab.Snapshot()); len(diff) != 0 {
-				t.Errorf("whole inventory differs from a fault-free run's:\n%s\n%s", strings.Join(diff, "\n"), l.logs)
-			}
-		})
-	}
+	lostAnswerRuns(t, clean.lab.Snapshot(), labnet.Fault{Service: labos.Glance, Method: http.MethodPost, PathPrefix: "/v2/images", Nth: 1}, func(t *testing.T, l *computeLab) {
+		t.Helper()
+		if _, err := l.cloud.EnsureImage(t.Context(), imageSpec(t, ""), &provider.Plan{}); err != nil {
+			t.Fatalf("EnsureImage: %v\n%s", err, l.logs)
+		}
+	})
 }
 
 func TestEnsureImage_FillsTheEmptyImageAKilledRunLeft(t *testing.T) {
