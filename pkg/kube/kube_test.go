@@ -76,6 +76,7 @@ func TestKube(t *testing.T) { //nolint:tparallel // the fault subtests must run 
 			}
 		})
 	})
+	t.Run("ca mismatch", func(t *testing.T) { checkCAMismatch(t, srv, ca.Crt, ca.Key) })
 	t.Run("probe", func(t *testing.T) { checkProbe(t, srv, inj, k) })
 	t.Run("server version retries", func(t *testing.T) { checkVersionRetries(t, srv, inj, k) })
 	t.Run("timeout", func(t *testing.T) { checkTimeout(t, inj, path) })
