@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"os"
 	"runtime"
+	"slices"
 )
 
 // readableSecrets warns about every configuration file that holds
@@ -55,10 +56,5 @@ func holdsCredential(n *node) bool {
 			return true
 		}
 	}
-	for _, item := range n.items {
-		if holdsCredential(item) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(n.items, holdsCredential)
 }

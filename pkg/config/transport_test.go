@@ -41,48 +41,6 @@ func TestValidate_PlainHTTPRefused(t *testing.T) {
 	})
 }
 
-func TestValidate_TransportWarnings(t *testing.T) {
-	t.Parallel()
-	cases := []struct {
-		name    string
-		cluster string
-		url     string
-		want    []string
-	}{
-		{"https needs no opt-in", openstackBase, "", nil},
-		{"https with the opt-in", edit(t, proxmoxBase, set("proxmox.allow_http", "true")), "https://pve.example.edu:8006", nil},
-		{
-			"openstack http allowed", edit(t, openstackBase, set("openstack.url", "http://127.0.0.1:5000/v3/"), set("openstack.allow_http", "true")), "http://127.0.0.1:5000/v3/",
-			[]string{"openstack.url is plain http (allowed by openstack.allow_http): the application credential (and every token Keystone issues) crosses the network unencrypted; use https:// outside a loopback lab"},
-		},
-		{
-			"proxmox http allowed", edit(t, proxmoxBase, set("proxmox.url", "http://127.0.0.1:8006/api2/json"), set("proxmox.allow_http", "true")), "http://127.0.0.1:8006",
-			[]string{"proxmox.url is plain http (allowed by proxmox.allow_http): the API token crosses the network unencrypted; use https:// outside a loopback lab"},
-		},
-		{
-			"tls_verify false", edit(t, proxmoxBase, set("proxmox.tls_verify", "false")), "https://pve.example.edu:8006",
-			[]string{"proxmox.tls_verify is false: the Proxmox API certificate is not verified, so anyone on the path can impersonate the server and take the API token (proxmox.token_secret); set tls_verify to the path of the CA bundle that signed it instead"},
-		},
-		{"tls_verify true", edit(t, proxmoxBase, set("proxmox.tls_verify", "true")), "https://pve.example.edu:8006", nil},
-		{"tls_verify a CA bundle", edit(t, proxmoxBase, set("proxmox.tls_verify", "/etc/ssl/pve.pem")), "https://pve.example.edu:8006", nil},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			c := mustLoad(t, tc.cluster)
-			if d := cmp.Diff(tc.want, c.Warnings); d != "" {
-				t.Errorf("warnings (-want +got):\n%s", d)
-			}
-			if c.Proxmox != nil && c.Proxmox.URL != tc.url {
-				t.Errorf("proxmox.url = %q, want %q", c.Proxmox.URL, tc.url)
-			}
-			if c.OpenStack != nil && tc.url != "" && c.OpenStack.URL != tc.url {
-				t.Errorf("openstack.url = %q, want %q", c.OpenStack.URL, tc.url)
-			}
-		})
-	}
-}
-
 // TestLoad_ReadableSecrets: a file holding credentials that the group or
 // others can read is warned about (with the fix) and left as it is.
 func TestLoad_ReadableSecrets(t *testing.T) {
@@ -99,15 +57,20 @@ func TestLoad_ReadableSecrets(t *testing.T) {
 		{"0400 is quiet", map[string]os.FileMode{"secrets.yaml": 0o400}, map[string]string{"secrets.yaml": creds}, nil},
 		{"group-writable only is quiet", map[string]os.FileMode{"secrets.yaml": 0o620}, map[string]string{"secrets.yaml": creds}, nil},
 		{
-			"world-readable secrets.yaml", map[string]os.FileMode{"secrets.yaml": 0o644}, map[string]string{"secrets.yaml": creds},
+			"world-readable secrets.yaml",
+			map[string]os.FileMode{"secrets.yaml": 0o644},
+			map[string]string{"secrets.yaml": creds},
 			[]string{"secrets.yaml holds credentials and is readable by its group and everyone (mode 0644); run chmod 600 DIR/secrets.yaml"},
 		},
 		{
-			"group-readable empty secrets.yaml", map[string]os.FileMode{"secrets.yaml": 0o640}, map[string]string{"secrets.yaml": "# nothing yet\n"},
+			"group-readable empty secrets.yaml",
+			map[string]os.FileMode{"secrets.yaml": 0o640},
+			map[string]string{"secrets.yaml": "# nothing yet\n"},
 			[]string{"secrets.yaml holds credentials and is readable by its group (mode 0640); run chmod 600 DIR/secrets.yaml"},
 		},
 		{
-			"credentials in another include", map[string]os.FileMode{"more.yaml": 0o604},
+			"credentials in another include",
+			map[string]os.FileMode{"more.yaml": 0o604},
 			map[string]string{"secrets.yaml": "", "more.yaml": "tailscale: {auth_key: tskey-x}\n"},
 			[]string{"more.yaml holds credentials and is readable by everyone (mode 0604); run chmod 600 DIR/more.yaml"},
 		},

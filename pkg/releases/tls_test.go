@@ -1,14 +1,12 @@
 package releases_test
 
 import (
-	"io"
-	"log"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/talosc/talosc/pkg/lab/labnet/labnettest"
 	"github.com/talosc/talosc/pkg/releases"
 )
 
@@ -18,7 +16,7 @@ import (
 // trusts that CA reads it.
 func TestKubernetesVersions_RefusesAnUntrustedCertificate(t *testing.T) {
 	t.Parallel()
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := labnettest.UntrustedTLS(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/v2/siderolabs/kubelet/tags/list" {
 			http.NotFound(w, r)
 			return
@@ -26,8 +24,6 @@ func TestKubernetesVersions_RefusesAnUntrustedCertificate(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"tags":["v1.35.4"]}`))
 	}))
-	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshakes
-	t.Cleanup(srv.Close)
 	repo := srv.URL + "/siderolabs/kubelet"
 
 	_, err := releases.KubernetesVersions(t.Context(), nil, repo)

@@ -1,8 +1,6 @@
 package openstack_test
 
 import (
-	"io"
-	"log"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -10,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/talosc/talosc/pkg/config"
+	"github.com/talosc/talosc/pkg/lab/labnet/labnettest"
 	"github.com/talosc/talosc/pkg/provider/openstack"
 )
 
@@ -20,7 +19,7 @@ import (
 func keystoneTLS(t *testing.T) (*httptest.Server, *atomic.Int32) {
 	t.Helper()
 	var reached atomic.Int32
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := labnettest.UntrustedTLS(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		reached.Add(1)
 		if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/auth/tokens") {
 			http.NotFound(w, r)
@@ -31,8 +30,6 @@ func keystoneTLS(t *testing.T) (*httptest.Server, *atomic.Int32) {
 		w.WriteHeader(http.StatusCreated)
 		_, _ = w.Write([]byte(`{"token":{"expires_at":"2099-01-01T00:00:00Z","project":{"id":"p","name":"demo"},"catalog":[]}}`))
 	}))
-	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshakes
-	t.Cleanup(srv.Close)
 	return srv, &reached
 }
 

@@ -7,8 +7,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"io"
-	"log"
 	"math/big"
 	"net/http"
 	"net/http/httptest"
@@ -20,6 +18,7 @@ import (
 	"time"
 
 	"github.com/talosc/talosc/pkg/config"
+	"github.com/talosc/talosc/pkg/lab/labnet/labnettest"
 	"github.com/talosc/talosc/pkg/provider/proxmox"
 )
 
@@ -30,19 +29,10 @@ import (
 // false (warned about at load), connect.
 func TestConnect_TLSVerify(t *testing.T) {
 	t.Parallel()
-	var reached atomic.Int32
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		reached.Add(1)
-		if r.URL.Path != "/api2/json/version" || !strings.HasPrefix(r.Header.Get("Authorization"), "PVEAPIToken=") {
-			http.NotFound(w, r)
-			return
-		}
-		_, _ = w.Write([]byte(`{"data":{"version":"9.0.3","release":"9.0","repoid":"x"}}`))
-	}))
-	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshakes
-	t.Cleanup(srv.Close)
 	dir := t.TempDir()
-	writePEM(t, filepath.Join(dir, "pve-ca.pem"), srv.Certificate().Raw)
+	// Every httptest TLS server presents the same certificate, from
+	// httptest's own CA.
+	writePEM(t, filepath.Join(dir, "pve-ca.pem"), pveTLS(t, new(atomic.Int32)).Certificate().Raw)
 	writePEM(t, filepath.Join(dir, "other-ca.pem"), otherCA(t))
 
 	cases := []struct {
@@ -57,7 +47,9 @@ func TestConnect_TLSVerify(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			before := reached.Load()
+			t.Parallel()
+			var reached atomic.Int32
+			srv := pveTLS(t, &reached)
 			cfg := &config.Cluster{Dir: dir, Proxmox: &config.Proxmox{URL: srv.URL, TLSVerify: tc.verify, TokenID: "u@pve!t", TokenSecret: "tok-secret"}}
 			_, err := proxmox.Connect(t.Context(), cfg, proxmox.Options{RequestTimeout: 5 * time.Second})
 			if !tc.refused {
@@ -81,11 +73,25 @@ func TestConnect_TLSVerify(t *testing.T) {
 			if strings.Contains(err.Error(), "tok-secret") {
 				t.Errorf("error shows the token: %v", err)
 			}
-			if n := reached.Load() - before; n != 0 {
+			if n := reached.Load(); n != 0 {
 				t.Errorf("%d request(s) reached the untrusted server; want none", n)
 			}
 		})
 	}
+}
+
+// pveTLS is a Proxmox API answering /version to a token, over TLS from
+// httptest's CA; reached counts the requests that got through.
+func pveTLS(t *testing.T, reached *atomic.Int32) *httptest.Server {
+	t.Helper()
+	return labnettest.UntrustedTLS(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached.Add(1)
+		if r.URL.Path != "/api2/json/version" || !strings.HasPrefix(r.Header.Get("Authorization"), "PVEAPIToken=") {
+			http.NotFound(w, r)
+			return
+		}
+		_, _ = w.Write([]byte(`{"data":{"version":"9.0.3","release":"9.0","repoid":"x"}}`))
+	}))
 }
 
 func writePEM(t *testing.T, path string, der []byte) {

@@ -1,14 +1,12 @@
 package factory_test
 
 import (
-	"io"
-	"log"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/talosc/talosc/pkg/lab/labnet/labnettest"
 	"github.com/talosc/talosc/pkg/talos/factory"
 )
 
@@ -18,15 +16,13 @@ import (
 // client that trusts that CA the same factory answers.
 func TestClient_RefusesAnUntrustedCertificate(t *testing.T) {
 	t.Parallel()
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := labnettest.UntrustedTLS(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/versions" {
 			http.NotFound(w, r)
 			return
 		}
 		_, _ = w.Write([]byte(`["v1.13.8"]`))
 	}))
-	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshakes
-	t.Cleanup(srv.Close)
 
 	c, err := factory.New(srv.URL, factory.Options{})
 	if err != nil {
