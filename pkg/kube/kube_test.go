@@ -69,6 +69,7 @@ func TestKube(t *testing.T) { //nolint:tparallel // the fault subtests must run 
 		t.Run("static pods", func(t *testing.T) { t.Parallel(); checkStaticPods(t, srv, k) })
 		t.Run("apply", func(t *testing.T) { t.Parallel(); checkApply(t, srv, k) })
 		t.Run("apply crd", func(t *testing.T) { t.Parallel(); checkApplyCRD(t, k) })
+		t.Run("metadata policy", func(t *testing.T) { t.Parallel(); checkMetadataPolicy(t, srv, k) })
 		t.Run("server version", func(t *testing.T) {
 			t.Parallel()
 			if v, err := k.ServerVersion(t.Context()); err != nil || !strings.HasPrefix(v, "v1.") {
