@@ -90,7 +90,9 @@ func retryBootstrap(err error) bool {
 	case codes.FailedPrecondition, codes.Unavailable:
 		return true
 	}
-	return false
+	// A lost answer: asked again, a node that did bootstrap answers that
+	// it already is.
+	return answerLost(err)
 }
 
 // Kubeconfig returns an admin kubeconfig from node, which must be a real
