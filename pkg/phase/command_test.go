@@ -58,6 +58,12 @@ type result struct {
 // configuration named cluster (or failing with loadErr).
 func run(t *testing.T, f *fakePhase, stdin string, loadErr error, args ...string) result {
 	t.Helper()
+	return runEnv(t, f, nil, stdin, loadErr, args...)
+}
+
+// runEnv is run with the variables env set.
+func runEnv(t *testing.T, f *fakePhase, env map[string]string, stdin string, loadErr error, args ...string) result {
+	t.Helper()
 	s, in, out, errOut := genericiooptions.NewTestIOStreams()
 	in.WriteString(stdin)
 	var res result
@@ -66,7 +72,8 @@ func run(t *testing.T, f *fakePhase, stdin string, loadErr error, args ...string
 			if k == "TALOSC_PLUGIN_SECTIONS" {
 				return "", true
 			}
-			return "", false
+			v, ok := env[k]
+			return v, ok
 		}
 		o.Load = func(_ string, lo config.LoadOptions) (*config.Cluster, error) {
 			res.loadOpt = lo
@@ -222,5 +229,31 @@ func TestOrder(t *testing.T) {
 	}
 	if got := phase.Upstream("nodes", phase.ActionDestroy); len(got) != 0 {
 		t.Fatalf("nodes has no upstream in destroy: %v", got)
+	}
+}
+
+// TestTestKnobsWarn: a phase binary warns on stderr, on every run, while a
+// test-only knob is set, and says nothing of it otherwise.
+func TestTestKnobsWarn(t *testing.T) {
+	t.Parallel()
+	const warning = "WARNING: TALOSC_TIME_SCALE=0.05 is set: a test-only knob that multiplies every wait budget and poll interval, safety waits included; unset it (export -n TALOSC_TIME_SCALE) for a real cluster"
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		want bool
+	}{
+		{"unset", nil, false},
+		{"empty", map[string]string{phase.EnvTimeScale: ""}, false},
+		{"set", map[string]string{phase.EnvTimeScale: "0.05"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			for _, action := range []string{"plan", "status"} {
+				res := runEnv(t, &fakePhase{name: "image"}, tc.env, "", nil, action)
+				if got := strings.Contains(res.stderr, warning); got != tc.want || res.code != 0 {
+					t.Errorf("%s: exit %d, warned %v, want %v; stderr:\n%s", action, res.code, got, tc.want, res.stderr)
+				}
+			}
+		})
 	}
 }
