@@ -11,8 +11,9 @@ import (
 const FirstPoll = 200 * time.Millisecond
 
 // Backoff spaces the polls of a wait for a state (a node reachable, Ready,
-// rebooted): the first pause is FirstPoll and each next one doubles, up to
-// the wait's configured interval, which every later pause then keeps. It
+// rebooted): the first pause is FirstPoll and each next one is half as
+// long again, up to the wait's configured interval, which every later
+// pause then keeps (so a state reached after t is seen by about 1.5 t). It
 // shortens no budget (the caller's deadline still ends the wait) and only
 // adds polls at the start, so it is for waits whose polls are cheap reads.
 // A probe whose spacing is the point (I-3: give a slow API time before
@@ -27,11 +28,11 @@ func NewBackoff(interval time.Duration) *Backoff {
 	return &Backoff{next: min(FirstPoll, interval), limit: interval}
 }
 
-// Next returns the next pause and doubles the one after it, up to the
-// interval.
+// Next returns the next pause and makes the one after it half as long
+// again, up to the interval.
 func (b *Backoff) Next() time.Duration {
 	d := b.next
-	b.next = min(2*b.next, b.limit)
+	b.next = min(b.next+b.next/2, b.limit)
 	return d
 }
 

@@ -11,7 +11,7 @@ import (
 	"github.com/talosc/talosc/pkg/ctxwait"
 )
 
-func TestBackoffStartsShortAndDoublesToTheInterval(t *testing.T) {
+func TestBackoffStartsShortAndGrowsToTheInterval(t *testing.T) {
 	t.Parallel()
 	ms := time.Millisecond
 	for _, tc := range []struct {
@@ -19,11 +19,10 @@ func TestBackoffStartsShortAndDoublesToTheInterval(t *testing.T) {
 		interval time.Duration
 		want     []time.Duration
 	}{
-		{"15 s poll", 15 * time.Second, []time.Duration{200 * ms, 400 * ms, 800 * ms, 1600 * ms, 3200 * ms, 6400 * ms, 12800 * ms, 15 * time.Second, 15 * time.Second}},
-		{"5 s poll", 5 * time.Second, []time.Duration{200 * ms, 400 * ms, 800 * ms, 1600 * ms, 3200 * ms, 5 * time.Second, 5 * time.Second}},
+		{"5 s poll", 5 * time.Second, []time.Duration{200 * ms, 300 * ms, 450 * ms, 675 * ms, 1012500 * time.Microsecond, 1518750 * time.Microsecond, 2278125 * time.Microsecond, 3417187500 * time.Nanosecond, 5 * time.Second, 5 * time.Second}},
 		{"interval equal to the first poll", ctxwait.FirstPoll, []time.Duration{200 * ms, 200 * ms, 200 * ms}},
 		{"interval shorter than the first poll", 50 * ms, []time.Duration{50 * ms, 50 * ms, 50 * ms}},
-		{"interval between two steps", 300 * ms, []time.Duration{200 * ms, 300 * ms, 300 * ms}},
+		{"interval between two steps", 400 * ms, []time.Duration{200 * ms, 300 * ms, 400 * ms, 400 * ms}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
