@@ -13,6 +13,7 @@ import (
 	"github.com/talosc/talosc/pkg/cli"
 	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/phase"
+	"github.com/talosc/talosc/pkg/plugin"
 	"github.com/talosc/talosc/pkg/state"
 )
 
@@ -236,22 +237,32 @@ func TestOrder(t *testing.T) {
 // test-only knob is set, and says nothing of it otherwise.
 func TestTestKnobsWarn(t *testing.T) {
 	t.Parallel()
-	const warning = "WARNING: TALOSC_TIME_SCALE=0.05 is set: a test-only knob that multiplies every wait budget and poll interval, safety waits included; unset it (export -n TALOSC_TIME_SCALE) for a real cluster"
+	const (
+		scale   = "WARNING: TALOSC_TIME_SCALE=0.05 is set: a test-only knob that multiplies every wait budget and poll interval, safety waits included; unset it (export -n TALOSC_TIME_SCALE) for a real cluster"
+		timeout = "WARNING: TALOSC_PLUGIN_TIMEOUT=2s is set: a test-only knob that replaces every plugin hook's timeout; unset it (export -n TALOSC_PLUGIN_TIMEOUT) for a real cluster"
+	)
 	for _, tc := range []struct {
 		name string
 		env  map[string]string
-		want bool
+		want []string
 	}{
-		{"unset", nil, false},
-		{"empty", map[string]string{phase.EnvTimeScale: ""}, false},
-		{"set", map[string]string{phase.EnvTimeScale: "0.05"}, true},
+		{"unset", nil, nil},
+		{"empty", map[string]string{phase.EnvTimeScale: "", plugin.EnvTimeout: ""}, nil},
+		{"time scale", map[string]string{phase.EnvTimeScale: "0.05"}, []string{scale}},
+		{"both", map[string]string{phase.EnvTimeScale: "0.05", plugin.EnvTimeout: "2s"}, []string{scale, timeout}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			for _, action := range []string{"plan", "status"} {
 				res := runEnv(t, &fakePhase{name: "image"}, tc.env, "", nil, action)
-				if got := strings.Contains(res.stderr, warning); got != tc.want || res.code != 0 {
-					t.Errorf("%s: exit %d, warned %v, want %v; stderr:\n%s", action, res.code, got, tc.want, res.stderr)
+				var got []string
+				for line := range strings.Lines(res.stderr) {
+					if strings.Contains(line, "test-only") {
+						got = append(got, strings.TrimSuffix(line, "\n"))
+					}
+				}
+				if d := cmp.Diff(tc.want, got); d != "" || res.code != 0 {
+					t.Errorf("%s: exit %d, warnings (-want +got):\n%s", action, res.code, d)
 				}
 			}
 		})

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/talosc/talosc/pkg/config"
+	"github.com/talosc/talosc/pkg/plugin"
 	"github.com/talosc/talosc/pkg/provider"
 	"github.com/talosc/talosc/pkg/provider/openstack"
 	"github.com/talosc/talosc/pkg/provider/proxmox"
@@ -45,15 +46,25 @@ func NewEnv(lookup func(string) (string, bool)) (*Env, error) {
 	return e, nil
 }
 
+// testKnobs are the environment variables that change talosc's behaviour
+// for tests, with what they change.
+var testKnobs = []struct{ name, does string }{
+	{EnvTimeScale, "multiplies every wait budget and poll interval, safety waits included"},
+	{plugin.EnvTimeout, "replaces every plugin hook's timeout"},
+}
+
 // TestKnobWarnings are the warnings for the test-only knobs set through
 // lookup: every binary prints them on every run (the front door for the
 // phases it runs), so a shell left with a knob exported cannot quietly
-// shorten a real cluster's safety waits.
+// change a real cluster's run, such as shortening its safety waits.
 func TestKnobWarnings(lookup func(string) (string, bool)) []string {
-	if v, ok := lookup(EnvTimeScale); ok && v != "" {
-		return []string{fmt.Sprintf("%s=%s is set: a test-only knob that multiplies every wait budget and poll interval, safety waits included; unset it (export -n %s) for a real cluster", EnvTimeScale, v, EnvTimeScale)}
+	var out []string
+	for _, k := range testKnobs {
+		if v, ok := lookup(k.name); ok && v != "" {
+			out = append(out, fmt.Sprintf("%s=%s is set: a test-only knob that %s; unset it (export -n %s) for a real cluster", k.name, v, k.does, k.name))
+		}
 	}
-	return nil
+	return out
 }
 
 // Scale returns d scaled by TALOSC_TIME_SCALE (at least a millisecond).
