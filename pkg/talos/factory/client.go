@@ -12,12 +12,14 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/talosc/talosc/pkg/config"
 )
 
-// DefaultBaseURL is the public Image Factory. Callers honour the
-// TALOSC_IMAGE_FACTORY_URL override; this package never reads the
+// DefaultBaseURL is the public Image Factory. Callers pass the cluster's
+// (config.Cluster.ImageFactoryURL); this package never reads the
 // environment.
-const DefaultBaseURL = "https://factory.talos.dev"
+const DefaultBaseURL = config.DefaultImageFactory
 
 // Defaults for the zero Options fields.
 const (
