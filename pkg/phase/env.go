@@ -84,6 +84,10 @@ func (in *Input) Factory(progress func(done, total int64)) (*factory.Client, err
 	return c, nil
 }
 
+// minRequestTimeout is the least a scaled cloud request timeout becomes:
+// under a test's time scale a request that hangs costs this, not a minute.
+const minRequestTimeout = 10 * time.Second
+
 // Cloud connects to the cluster's provider once per run, with the run's
 // scaled waits; the provider's warnings go to stderr.
 func (e *Env) Cloud(ctx context.Context, in *Input) (provider.Cloud, error) {
@@ -93,11 +97,13 @@ func (e *Env) Cloud(ctx context.Context, in *Input) (provider.Cloud, error) {
 		case config.ProviderOpenStack:
 			e.cloud, e.err = openstack.Connect(ctx, in.Config, openstack.Options{
 				Wait: e.Scale(openstack.DefaultWait), Poll: e.Scale(openstack.DefaultPoll), Logf: logf,
+				RequestTimeout: max(e.Scale(openstack.DefaultRequestTimeout), minRequestTimeout),
 			})
 		case config.ProviderProxmox:
 			e.cloud, e.err = proxmox.Connect(ctx, in.Config, proxmox.Options{
 				Wait: e.Scale(proxmox.DefaultWait), Poll: e.Scale(proxmox.DefaultPoll),
 				TaskTimeout: max(e.Scale(proxmox.DefaultTaskTimeout), time.Minute), Logf: logf,
+				RequestTimeout: max(e.Scale(proxmox.DefaultRequestTimeout), minRequestTimeout),
 			})
 		default:
 			e.err = &provider.NotAvailableError{Provider: in.Config.Provider(), Phase: "connect"}
