@@ -80,6 +80,9 @@ type Cloud struct {
 	// cluster is the configuration the Cloud was opened for.
 	cluster *config.Cluster
 	client  *goproxmox.Client
+	// hc and base send what go-proxmox cannot bound by a context (upload.go).
+	hc   *http.Client
+	base string
 	// pre caches Preflight's Environment (preflight.go).
 	pre preflightCache
 	// configs caches the VM configs read in this run (vmconfig.go).
@@ -104,7 +107,7 @@ func Connect(ctx context.Context, cfg *config.Cluster, o Options) (*Cloud, error
 		return nil, err
 	}
 	base := strings.TrimSuffix(strings.TrimSuffix(px.URL, "/"), "/api2/json") + "/api2/json"
-	c := &Cloud{opts: o, url: px.URL, cluster: cfg, client: goproxmox.NewClient(base,
+	c := &Cloud{opts: o, url: px.URL, cluster: cfg, hc: hc, base: base, client: goproxmox.NewClient(base,
 		goproxmox.WithHTTPClient(hc),
 		goproxmox.WithAPIToken(string(px.TokenID), string(px.TokenSecret)),
 		goproxmox.WithUserAgent("talosc"),

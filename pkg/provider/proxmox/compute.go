@@ -222,26 +222,26 @@ func vmConfig(cluster *config.Cluster, j vmJob, vmid int) map[string]any {
 }
 
 // createVM uploads the machine's cidata ISO, allocates a VMID and creates
-// the VM, waiting for the task. When the create fails, the ISO is removed
-// again, even after Ctrl-C, unless a VM of ours may have been made.
+// the VM, waiting for the task. When the upload or the create fails,
+// Ctrl-C included, the ISO is removed again (within the request timeout)
+// unless a VM of ours exists or may exist: the next run adopts that VM,
+// which boots from this ISO.
 func (c *Cloud) createVM(ctx context.Context, cluster *config.Cluster, j vmJob, alloc *sync.Mutex) (int, error) {
 	if j.spec.Image.ID == "" {
 		return 0, errors.New("no boot ISO volume: the image phase did not provide one")
 	}
 	host := j.spec.Machine.Hostname
-	if err := c.uploadCidata(ctx, cluster, j.node, host, j.spec.Config); err != nil {
-		return 0, err
-	}
-	vmid, err := c.postVM(ctx, cluster, j, alloc)
+	vmid, err := 0, c.uploadCidata(ctx, cluster, j.node, host, j.spec.Config)
 	if err == nil {
-		return vmid, nil
+		if vmid, err = c.postVM(ctx, cluster, j, alloc); err == nil {
+			return vmid, nil
+		}
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.opts.RequestTimeout)
 	defer cancel()
 	if vmid > 0 {
 		ours, oerr := c.vmOwned(cctx, cluster, j.spec.Machine, j.node, vmid)
 		if ours || oerr != nil {
-			// The next run adopts that VM, which boots from this ISO.
 			return 0, errors.Join(err, oerr)
 		}
 	}

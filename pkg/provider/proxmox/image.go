@@ -123,10 +123,8 @@ func (c *Cloud) uploadISO(ctx context.Context, node, storage, name string, up *i
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return fmt.Errorf("rewind the boot ISO: %w", err)
 	}
-	var upid goproxmox.UPID
-	path := fmt.Sprintf("/nodes/%s/storage/%s/upload", url.PathEscape(node), url.PathEscape(storage))
-	// go-proxmox's upload takes no context; the request timeout bounds it.
-	if err := c.client.UploadReader(path, map[string]string{"content": "iso"}, name, f, size, &upid); err != nil {
+	upid, err := c.upload(ctx, node, storage, name, f, size)
+	if err != nil {
 		return fmt.Errorf("upload to node %s: %w", node, err)
 	}
 	return c.finished(ctx, fmt.Sprintf("upload the boot ISO to node %s", node), goproxmox.NewTask(upid, c.client))

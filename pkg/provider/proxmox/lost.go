@@ -65,7 +65,7 @@ func (c *Cloud) settle(ctx context.Context, what string, send func(context.Conte
 		case attempt == retries || !retryable(ctx, err):
 			return err
 		}
-		c.opts.Logf("proxmox: %s: %v; not applied, retrying (%d of %d)", what, err, attempt+1, retries)
+		c.opts.Logf("proxmox: %s: %v; retrying (%d of %d)", what, err, attempt+1, retries)
 		if err := ctxwait.Sleep(ctx, time.Duration(250<<attempt)*time.Millisecond); err != nil {
 			return err
 		}
