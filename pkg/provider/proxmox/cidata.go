@@ -99,7 +99,7 @@ func (c *Cloud) uploadCidata(ctx context.Context, cluster *config.Cluster, node,
 		return err
 	}
 	st := cidataStorage(cluster)
-	what := "upload the cidata ISO to " + st + " on " + node
+	what := fmt.Sprintf("upload the cidata ISO of %s to %s on %s", hostname, st, node)
 	err = c.settle(ctx, what, func(ctx context.Context) error {
 		upid, err := c.upload(ctx, node, st, CidataFile(cluster.Name, hostname), bytes.NewReader(iso), int64(len(iso)))
 		if err != nil {

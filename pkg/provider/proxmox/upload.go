@@ -2,7 +2,6 @@ package proxmox
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -61,7 +60,7 @@ func (c *Cloud) upload(ctx context.Context, node, storage, name string, body io.
 	}
 	jerr := json.Unmarshal(data, &answer)
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return "", &goproxmox.APIError{StatusCode: resp.StatusCode, Status: resp.Status, Message: cmp.Or(answer.Message, resp.Status), Method: http.MethodPost, Path: path}
+		return "", &goproxmox.APIError{StatusCode: resp.StatusCode, Status: resp.Status, Message: answer.Message, Method: http.MethodPost, Path: path}
 	}
 	if jerr != nil || answer.Data == "" {
 		return "", fmt.Errorf("POST %s answered no task id (%q)", path, data)
