@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"slices"
 	"strings"
 
@@ -123,15 +122,9 @@ func (c *Cloud) FinalizeMachines(ctx context.Context, cluster *config.Cluster, i
 // listISOs lists the ISO volumes of cidata_storage on node.
 func (c *Cloud) listISOs(ctx context.Context, cluster *config.Cluster, node string) ([]string, error) {
 	st := cidataStorage(cluster)
-	var list []struct {
-		VolID string `json:"volid"`
-	}
-	if err := c.client.Get(ctx, fmt.Sprintf("/nodes/%s/storage/%s/content?content=iso", url.PathEscape(node), url.PathEscape(st)), &list); err != nil {
+	isos, err := c.storageISOs(ctx, node, st)
+	if err != nil {
 		return nil, fmt.Errorf("list the ISOs of %s on %s (proxmox.cidata_storage): %w", st, node, err)
 	}
-	out := make([]string, len(list))
-	for i, v := range list {
-		out[i] = v.VolID
-	}
-	return out, nil
+	return isos, nil
 }
