@@ -126,3 +126,51 @@ func TestLostAnswers_EveryCallEndsAsAFaultFreeRun(t *testing.T) {
 		}
 	}
 }
+
+// The managed SDN's creates, deletes and applies, each with its answer
+// lost, end in one run as a fault-free run does.
+func TestLostAnswers_SDNEndsAsAFaultFreeRun(t *testing.T) {
+	t.Parallel()
+	network := func(t *testing.T, l *pxLab) (built, destroyed inventory.Snapshot) {
+		t.Helper()
+		if _, err := l.cloud.ReconcileNetwork(t.Context(), networkSpec(l.cfg), &provider.Plan{}); err != nil {
+			t.Fatalf("reconcile: %v\nlog:\n%s", err, l.logs)
+		}
+		built = l.srv.Snapshot()
+		if err := l.cloud.DestroyNetwork(t.Context(), l.cfg, &provider.Plan{}); err != nil {
+			t.Fatalf("destroy: %v\nlog:\n%s", err, l.logs)
+		}
+		return built, l.srv.Snapshot()
+	}
+	wantBuilt, wantDestroyed := network(t, faultLab(t, labSDN))
+	const sdn = "/api2/json/cluster/sdn"
+	calls := []struct{ name, method, path string }{
+		{"controller create", http.MethodPost, sdn + "/controllers"},
+		{"zone create", http.MethodPost, sdn + "/zones"},
+		{"vnet create", http.MethodPost, sdn + "/vnets"},
+		{"subnet create", http.MethodPost, sdn + "/vnets/labsdn/subnets"},
+		{"apply", http.MethodPut, sdn},
+		{"subnet delete", http.MethodDelete, sdn + "/vnets/labsdn/subnets/"},
+		{"zone delete", http.MethodDelete, sdn + "/zones/labsdn"},
+	}
+	for _, call := range calls {
+		for _, lost := range lostAs {
+			t.Run(call.name+"/"+lost.name, func(t *testing.T) {
+				t.Parallel()
+				f := lost.fault
+				f.Service, f.Method, f.PathPrefix, f.Nth = labpx.Service, call.method, call.path, 1
+				l := faultLab(t, labSDN, f)
+				built, destroyed := network(t, l)
+				if n := l.lostCalls(); n != 1 {
+					t.Errorf("%d answers lost, want 1", n)
+				}
+				if diff := inventory.Diff(wantBuilt, built); diff != nil {
+					t.Errorf("after reconcile, against a fault-free run:\n%s\nlog:\n%s", strings.Join(diff, "\n"), l.logs)
+				}
+				if diff := inventory.Diff(wantDestroyed, destroyed); diff != nil {
+					t.Errorf("after destroy, against a fault-free run:\n%s\nlog:\n%s", strings.Join(diff, "\n"), l.logs)
+				}
+			})
+		}
+	}
+}
