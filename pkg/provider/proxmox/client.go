@@ -1,8 +1,3 @@
-// Package proxmox is talosc's Proxmox VE provider (reference §5.3): the
-// boot ISO on iso_storage, the VMs of pool taloscluster-<name> with their
-// cidata ISOs, per-VM firewalls, and the cluster network (a bridge or VNet
-// it attaches to, or a managed EVPN SDN it creates), found by pool, pool
-// comment and tags. It implements provider.Cloud through go-proxmox.
 package proxmox
 
 import (

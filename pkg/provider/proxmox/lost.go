@@ -23,8 +23,7 @@ func uncertain(ctx context.Context, err error) bool {
 	if err == nil || ctx.Err() != nil {
 		return false
 	}
-	var apiErr *goproxmox.APIError
-	if errors.As(err, &apiErr) {
+	if apiErr, ok := errors.AsType[*goproxmox.APIError](err); ok {
 		return apiErr.StatusCode == http.StatusBadGateway || apiErr.StatusCode == http.StatusGatewayTimeout
 	}
 	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
@@ -35,8 +34,7 @@ func uncertain(ctx context.Context, err error) bool {
 // known not to have been applied: an uncertain one, a 503 or a refused
 // connection.
 func retryable(ctx context.Context, err error) bool {
-	var apiErr *goproxmox.APIError
-	if errors.As(err, &apiErr) && apiErr.StatusCode == http.StatusServiceUnavailable {
+	if apiErr, ok := errors.AsType[*goproxmox.APIError](err); ok && apiErr.StatusCode == http.StatusServiceUnavailable {
 		return ctx.Err() == nil
 	}
 	return uncertain(ctx, err) || (ctx.Err() == nil && errors.Is(err, syscall.ECONNREFUSED))
