@@ -13,6 +13,7 @@ import (
 // source is one parsed configuration file.
 type source struct {
 	name string // relative to the cluster directory, slash-separated
+	path string // the file read, symlinks resolved for includes
 	root *node  // the file's top-level mapping
 }
 
@@ -45,7 +46,7 @@ func (l *loader) sources() ([]source, error) {
 	if !ok {
 		return nil, nil
 	}
-	srcs := []source{{name: ClusterFile, root: root}}
+	srcs := []source{{name: ClusterFile, path: path, root: root}}
 	inc, _ := root.remove("include")
 	clusterReal, _ := filepath.EvalSymlinks(path)
 	l.names = l.includeNames(inc.val)
@@ -146,7 +147,7 @@ func (l *loader) parseInclude(display, real string) (source, bool) {
 	if e, nested := root.remove("include"); nested && !e.val.isNull() {
 		l.probs.addf(display, e.line, "include", "include is only allowed in %s; included files cannot include other files", ClusterFile)
 	}
-	return source{name: display, root: root}, true
+	return source{name: display, path: real, root: root}, true
 }
 
 // secretsListed refuses a secrets.yaml that cluster.yaml does not include:

@@ -31,6 +31,7 @@ func Load(dir string, opts LoadOptions) (*Cluster, error) {
 	}
 	c := &Cluster{Dir: abs, Include: l.include}
 	if len(srcs) > 0 {
+		readableSecrets(srcs, probs)
 		root := l.merge(srcs)
 		c.Plugins = l.pluginSections(root)
 		if e, ok := root.remove("metal"); ok && !e.val.isNull() {

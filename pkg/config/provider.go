@@ -1,7 +1,6 @@
 package config
 
 import (
-	"net/url"
 	"regexp"
 	"strings"
 )
@@ -9,7 +8,7 @@ import (
 // openstack checks the openstack section and what OpenStack cannot use.
 func (v *validator) openstack() {
 	if v.required("openstack.url") {
-		v.httpURL("openstack.url", v.c.OpenStack.URL)
+		v.credentialURL("openstack", v.c.OpenStack.URL, v.c.OpenStack.AllowHTTP)
 	}
 	v.requiredString("openstack.availability_zone", v.c.OpenStack.AvailabilityZone)
 	v.requiredString("openstack.external_net", v.c.OpenStack.ExternalNet)
@@ -41,6 +40,7 @@ func (v *validator) proxmox() {
 	if v.has("proxmox.placement_strategy") && px.PlacementStrategy != "spread" {
 		v.errf("proxmox.placement_strategy", "%q is not supported; the only strategy is spread", px.PlacementStrategy)
 	}
+	v.tlsVerify()
 	v.nonEmpty("proxmox.nodes", px.Nodes)
 	v.unique("proxmox.nodes", px.Nodes)
 	if v.has("proxmox.token_id") {
@@ -86,7 +86,7 @@ func (v *validator) proxmoxNetwork() {
 // the origin.
 func (v *validator) proxmoxURL() {
 	px := v.c.Proxmox
-	u, ok := v.httpURL("proxmox.url", px.URL)
+	u, ok := v.credentialURL("proxmox", px.URL, px.AllowHTTP)
 	if !ok {
 		return
 	}
@@ -96,16 +96,6 @@ func (v *validator) proxmoxURL() {
 	default:
 		v.errf("proxmox.url", "%q must be the API origin, e.g. https://pve.example.edu:8006", px.URL)
 	}
-}
-
-// httpURL checks an absolute http(s) URL with a host.
-func (v *validator) httpURL(path, raw string) (*url.URL, bool) {
-	u, err := url.Parse(strings.TrimSpace(raw))
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-		v.errf(path, "%q is not an http(s) URL such as https://host:port/", raw)
-		return nil, false
-	}
-	return u, true
 }
 
 // requiredString requires a non-blank string.

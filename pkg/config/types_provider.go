@@ -4,6 +4,8 @@ package config
 type OpenStack struct {
 	// URL is the Keystone v3 endpoint.
 	URL string `yaml:"url" jsonschema:"format=uri" jsonschema_description:"Keystone v3 endpoint, e.g. https://openstack.example.edu:5000/v3/."`
+	// AllowHTTP accepts an http:// url (the credential then travels in clear).
+	AllowHTTP bool `yaml:"allow_http,omitempty" jsonschema_description:"Accept an http:// url: the application credential and tokens then cross the network unencrypted (a loopback lab; default false, http is refused)."`
 	// AvailabilityZone is the Nova availability zone (create-only).
 	AvailabilityZone string `yaml:"availability_zone" jsonschema_description:"Nova availability zone (create-only)."`
 	// ExternalNet is the name of the external (floating IP) network.
@@ -20,6 +22,8 @@ type OpenStack struct {
 type Proxmox struct {
 	// URL is the API origin (https://host:8006), without /api2/json.
 	URL string `yaml:"url" jsonschema:"format=uri" jsonschema_description:"API origin, e.g. https://pve.example.edu:8006 (/api2/json is accepted and added internally)."`
+	// AllowHTTP accepts an http:// url (the token then travels in clear).
+	AllowHTTP bool `yaml:"allow_http,omitempty" jsonschema_description:"Accept an http:// url: the API token then crosses the network unencrypted (a loopback lab; default false, http is refused)."`
 	// Storage holds VM disks (images content).
 	Storage string `yaml:"storage" jsonschema_description:"Storage for VM disks (images content)."`
 	// ISOStorage holds the boot ISO (iso content).

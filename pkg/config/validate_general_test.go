@@ -238,6 +238,21 @@ func TestValidate_Warnings(t *testing.T) {
 			"flavor on proxmox", edit(t, proxmoxBase, set("controlplane.flavor", "m1")),
 			[]string{"controlplane.flavor is ignored with proxmox (pools use cores and memory)"},
 		},
+		{"https with the http opt-in", edit(t, proxmoxBase, set("proxmox.allow_http", "true")), nil},
+		{
+			"openstack http allowed", edit(t, openstackBase, set("openstack.url", "http://127.0.0.1:5000/v3/"), set("openstack.allow_http", "true")),
+			[]string{"openstack.url is plain http (allowed by openstack.allow_http): the application credential (and every token Keystone issues) crosses the network unencrypted; use https:// outside a loopback lab"},
+		},
+		{
+			"proxmox http allowed", edit(t, proxmoxBase, set("proxmox.url", "http://127.0.0.1:8006/api2/json"), set("proxmox.allow_http", "true")),
+			[]string{"proxmox.url is plain http (allowed by proxmox.allow_http): the API token crosses the network unencrypted; use https:// outside a loopback lab"},
+		},
+		{
+			"tls_verify false", edit(t, proxmoxBase, set("proxmox.tls_verify", "false")),
+			[]string{"proxmox.tls_verify is false: the Proxmox API certificate is not verified, so anyone on the path can impersonate the server and take the API token (proxmox.token_secret); set tls_verify to the path of the CA bundle that signed it instead"},
+		},
+		{"tls_verify true", edit(t, proxmoxBase, set("proxmox.tls_verify", "true")), nil},
+		{"tls_verify a CA bundle", edit(t, proxmoxBase, set("proxmox.tls_verify", "/etc/ssl/pve.pem")), nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

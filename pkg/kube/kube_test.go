@@ -69,6 +69,7 @@ func TestKube(t *testing.T) { //nolint:tparallel // the fault subtests must run 
 		t.Run("static pods", func(t *testing.T) { t.Parallel(); checkStaticPods(t, srv, k) })
 		t.Run("apply", func(t *testing.T) { t.Parallel(); checkApply(t, srv, k) })
 		t.Run("apply crd", func(t *testing.T) { t.Parallel(); checkApplyCRD(t, k) })
+		t.Run("metadata policy", func(t *testing.T) { t.Parallel(); checkMetadataPolicy(t, srv, k) })
 		t.Run("server version", func(t *testing.T) {
 			t.Parallel()
 			if v, err := k.ServerVersion(t.Context()); err != nil || !strings.HasPrefix(v, "v1.") {
@@ -76,6 +77,7 @@ func TestKube(t *testing.T) { //nolint:tparallel // the fault subtests must run 
 			}
 		})
 	})
+	t.Run("ca mismatch", func(t *testing.T) { checkCAMismatch(t, srv, ca.Crt, ca.Key) })
 	t.Run("probe", func(t *testing.T) { checkProbe(t, srv, inj, k) })
 	t.Run("server version retries", func(t *testing.T) { checkVersionRetries(t, srv, inj, k) })
 	t.Run("timeout", func(t *testing.T) { checkTimeout(t, inj, path) })

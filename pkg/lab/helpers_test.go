@@ -220,7 +220,7 @@ talos: {version: v1.13.8}
 kubernetes: {version: v1.35.4}
 controlplane: {count: %d, flavor: talos.cp, disk: 20}
 workers: {worker: {count: %d, flavor: talos.worker, disk: 20}}
-openstack: {url: "http://127.0.0.1:1/v3", availability_zone: nova, external_net: public}
+openstack: {url: "http://127.0.0.1:1/v3", allow_http: true, availability_zone: nova, external_net: public}
 network:
   cluster: {cidr: %s}
   dns: []

@@ -199,6 +199,7 @@ workers:
     disk: 20
 openstack:
   url: %s
+  allow_http: true # the lab serves on loopback
   availability_zone: nova
   external_net: public
   region: %s

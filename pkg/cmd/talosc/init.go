@@ -120,11 +120,46 @@ func (o *InitOptions) Run(ctx context.Context) error {
 		return err
 	}
 	s.pluginInit(ctx, o.Name)
+	secrets := filepath.Join(s.dir, config.SecretsFile)
 	s.out.Info(`next steps:
-  1. put your credentials in %[1]s (it is mode 0600 and gitignored)
+  1. put your credentials in %[1]s (%[4]s)
   2. review %[2]s: versions, pools, network, security
   3. kubectl talosc plan -C %[3]s
-  4. kubectl talosc converge -C %[3]s`, filepath.Join(s.dir, config.SecretsFile), filepath.Join(s.dir, config.ClusterFile), s.g.Dir)
+  4. kubectl talosc converge -C %[3]s`, secrets, filepath.Join(s.dir, config.ClusterFile), s.g.Dir, s.secretsMode(secrets))
+	return nil
+}
+
+// secretsMode describes the secrets file's actual mode for the next steps,
+// and warns when an existing file that init left alone is readable by
+// others: init tightens only a file it writes to.
+func (s *session) secretsMode(path string) string {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "gitignored"
+	}
+	mode := fi.Mode().Perm()
+	if config.GroupOrWorldReadable(mode) {
+		s.out.Warn("%s is mode %04o: others on this machine can read the credentials you put there; run chmod 600 %s", path, mode, path)
+		return fmt.Sprintf("gitignored, but mode %04o: chmod 600 it first", mode)
+	}
+	return fmt.Sprintf("it is mode %04o and gitignored", mode)
+}
+
+// tighten removes the group and other permission bits of path, a secrets
+// file init has just written to, and says so when it changed anything.
+func (s *session) tighten(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("check the mode of %s: %w", path, err)
+	}
+	mode := fi.Mode().Perm()
+	if mode&0o077 == 0 {
+		return nil
+	}
+	if err := os.Chmod(path, mode&^0o077); err != nil {
+		return fmt.Errorf("restrict %s to its owner: %w", path, err)
+	}
+	s.out.Action(false, "restricted %s to its owner: mode %04o (it was %04o)", path, mode&^0o077, mode)
 	return nil
 }
 
@@ -256,6 +291,9 @@ func (s *session) appendSection(pluginName string, is initSection) error {
 		return fmt.Errorf("write %s: %w", p, werr)
 	}
 	s.out.Action(false, "added section %s to %s (plugin %s)", is.Name, p, pluginName)
+	if is.File == config.SecretsFile {
+		return s.tighten(p)
+	}
 	return nil
 }
 

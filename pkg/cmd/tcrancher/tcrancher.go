@@ -6,6 +6,8 @@
 // (→ cluster-member), usually in cluster.yaml, and the credentials rancher.url
 // and rancher.token, usually in secrets.yaml. The plugin is configured only
 // when the merged rancher section is a mapping with a non-empty url and token.
+// The url must be https (the token goes there) unless rancher.allow_http is
+// true.
 //
 // This build validates the configuration (RA-1), scaffolds it and defers its
 // work until the cluster has a kubeconfig; talking to the Rancher API is not

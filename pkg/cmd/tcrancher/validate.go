@@ -1,6 +1,7 @@
 package tcrancher
 
 import (
+	"net/url"
 	"slices"
 	"strings"
 
@@ -8,7 +9,7 @@ import (
 )
 
 // keys are the keys of the merged rancher section.
-func keys() []string { return []string{"admins", "users", "url", "token"} }
+func keys() []string { return []string{"admins", "users", "url", "allow_http", "token"} }
 
 // tiers are the membership lists, in the order they are checked.
 func tiers() []string { return []string{"admins", "users"} }
@@ -27,15 +28,16 @@ func usernames() pluginconfig.Items {
 // Validate returns the problems of the merged rancher section raw (RA-1),
 // each "key.path: message". An absent section (nil) is valid. It refuses a
 // non-mapping section, an unknown key, admins/users that are not lists of
-// usernames, a name under both tiers, and url/token that are not non-empty
-// strings (an explicit null included).
+// usernames, a name under both tiers, url/token that are not non-empty
+// strings (an explicit null included), a url that is not http(s), and an
+// http url unless allow_http is true: the token would travel in clear.
 func Validate(raw any) []string {
 	var p pluginconfig.Problems
 	sec := p.Mapping(Name, raw)
 	if sec == nil {
 		return p
 	}
-	p.Unknown(sec, Name, keys(), "unknown key; the rancher plugin uses admins, users, url and token")
+	p.Unknown(sec, Name, keys(), "unknown key; the rancher plugin uses admins, users, url, allow_http and token")
 	members := map[string][]string{}
 	for _, tier := range tiers() {
 		members[tier] = p.Strings(sec, Name, tier, usernames())
@@ -52,7 +54,23 @@ func Validate(raw any) []string {
 	for _, k := range []string{"url", "token"} {
 		p.NonEmptyString(sec, Name, k)
 	}
+	p.Boolean(sec, Name, "allow_http")
+	if raw, ok := sec["url"].(string); ok && pluginconfig.NonEmpty(raw) {
+		serverURL(&p, raw, sec["allow_http"] == true)
+	}
 	return p
+}
+
+// serverURL checks rancher.url, where the token is sent: an https URL with
+// a host, or http only with allow_http: true.
+func serverURL(p *pluginconfig.Problems, raw string, allowHTTP bool) {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	switch {
+	case err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "":
+		p.Add(Name+".url", "%q is not an http(s) URL such as https://rancher.example.edu", raw)
+	case u.Scheme == "http" && !allowHTTP:
+		p.Add(Name+".url", "%q is plain http: the Rancher token would cross the network unencrypted; use https://, or set %s.allow_http: true to accept that (a loopback lab)", raw, Name)
+	}
 }
 
 // Configured reports whether the merged rancher section raw activates the

@@ -34,6 +34,9 @@ func (Phase) Check(ctx context.Context, in *phase.Input) (phase.Report, error) {
 		kubernetes.Observed, kubernetes.Attention = newest(cfg.Kubernetes.Version, versions)
 	}
 	rep.Items = append(rep.Items, talos, kubernetes)
+	if f, ok := metadataFinding(cfg); ok {
+		rep.Items = append(rep.Items, f)
+	}
 	path, ok := phase.ClientFile(cfg, config.KubeconfigFile)
 	if !ok {
 		rep.Incomplete = append(rep.Incomplete, "no kubeconfig yet (has converge run?); no node versions known")

@@ -7,6 +7,7 @@ package openstack
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/http"
@@ -158,6 +159,10 @@ func Connect(ctx context.Context, cfg *config.Cluster, o Options) (*Cloud, error
 		ApplicationCredentialSecret: string(os.CredentialSecret),
 		AllowReauth:                 true,
 	})
+	if _, untrusted := errors.AsType[*tls.CertificateVerificationError](err); untrusted {
+		return nil, fmt.Errorf("openstack: authenticate at %s: the server's certificate is not trusted, so the application credential was not sent: %w; "+
+			"openstack.url must present a certificate from a CA this machine trusts: add that CA to the system trust store, or point SSL_CERT_FILE at a bundle holding it", os.URL, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("openstack: authenticate at %s with the application credential (openstack.credential_id): %w", os.URL, err)
 	}

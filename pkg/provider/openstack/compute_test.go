@@ -61,6 +61,7 @@ kubernetes:
 %s
 openstack:
   url: %s
+  allow_http: true
   availability_zone: %s
   external_net: public
   region: %s

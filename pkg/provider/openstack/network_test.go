@@ -58,6 +58,7 @@ workers:
     disk: 20
 openstack:
   url: %s
+  allow_http: true
   availability_zone: nova
   external_net: public
   region: %s

@@ -110,6 +110,10 @@ func Connect(ctx context.Context, cfg *config.Cluster, o Options) (*Cloud, error
 	vctx, cancel := context.WithTimeout(ctx, o.RequestTimeout)
 	defer cancel()
 	if _, err := c.client.Version(vctx); err != nil {
+		if _, untrusted := errors.AsType[*tls.CertificateVerificationError](err); untrusted {
+			return nil, fmt.Errorf("proxmox: %s presents a certificate that is not trusted, so the API token was not sent: %w; "+
+				"set proxmox.tls_verify to the path of the CA bundle that signed it (Proxmox's pve-root-ca.pem), or add that CA to the system trust store", px.URL, err)
+		}
 		return nil, fmt.Errorf("proxmox: %s does not answer with the API token (proxmox.token_id): %w", px.URL, err)
 	}
 	return c, nil

@@ -140,12 +140,16 @@ func encryptionPatch(passphrase config.Secret) (NamedPatch, error) {
 	return patch(PatchDiskEncryption, m{"machine": m{"systemDiskEncryption": m{"state": key, "ephemeral": key}}})
 }
 
-// clusterPatch (control planes) installs the pinned inline manifests,
+// clusterPatch (control planes) installs the pinned inline manifests (on
+// OpenStack also the metadata-service NetworkPolicy),
 // advertises etcd on the cluster L2 and, up to 1.13, keeps workloads off
 // control planes (1.14 taints them by default).
 func clusterPatch(cfg *config.Cluster, legacy bool) (NamedPatch, error) {
 	etcd := m{"advertisedSubnets": []string{cfg.Network.Cluster.CIDR.String()}}
 	inline := manifests.Inline()
+	if cfg.Provider() == config.ProviderOpenStack {
+		inline = append(inline, manifests.MetadataPolicy()) // user_data is served at 169.254.169.254
+	}
 	if legacy {
 		return patch(PatchCluster, m{"cluster": m{
 			"allowSchedulingOnControlPlanes": false,
