@@ -254,8 +254,10 @@ func (c *Cloud) createVM(ctx context.Context, cluster *config.Cluster, j vmJob, 
 // postVM allocates a VMID and creates the VM on its node. A create whose
 // answer was lost is found by its VMID (which only one VM can hold) and
 // adopted when the VM carries the machine's name and talosc's markers,
-// never created again under another VMID. It returns the VMID it tried
-// (0 when it never sent the create).
+// never created again under another VMID. alloc serialises the VMID's
+// allocation with its create (which reserves it), so concurrent creates
+// never pick the same one. It returns the VMID it tried (0 when it never
+// sent the create).
 func (c *Cloud) postVM(ctx context.Context, cluster *config.Cluster, j vmJob, alloc *sync.Mutex) (int, error) {
 	alloc.Lock()
 	var next json.Number
