@@ -213,6 +213,9 @@ func keepFile(ts *testscript.TestScript, args []string, check bool) {
 	}
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
+		if err := os.Remove(path + ".kept"); err != nil && !errors.Is(err, os.ErrNotExist) {
+			ts.Fatalf("%v", err)
+		}
 		return
 	}
 	ts.Check(err)

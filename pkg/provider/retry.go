@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"syscall"
 	"time"
@@ -14,12 +15,25 @@ import (
 
 // RetryTransport bounds every attempt of a request by timeout (a streamed
 // upload, whose body cannot be replayed, by uploadTimeout) and retries
-// attempts that failed transiently: any method on 502, 503 and 504 (the
-// request did not reach the service) or a refused connection; idempotent
-// methods (GET, HEAD, PUT, DELETE) also on 500, on a timed-out attempt and
-// on other transport errors. A request whose body cannot be replayed (a
-// streamed image upload) gets one attempt. Backoff is jittered, 250 ms
-// doubling to 4 s. The caller's own context ends everything.
+// attempts that failed transiently, by the rule of the provider seam
+// (seam.go, "Repeating a request"):
+//
+//   - an idempotent method (GET, HEAD, OPTIONS, PUT, DELETE), or a request
+//     Replayable says is safe to repeat, is retried on 502, 503 and 504, on
+//     500 when RetryInternalErrors, on a timed-out attempt and on any other
+//     transport error;
+//   - a non-idempotent one (POST, PATCH) only when it provably did not
+//     reach the service: the connection was never made (refused, or the
+//     dial failed), or the service or its load balancer answered 503,
+//     which both OpenStack's APIs and Proxmox's pveproxy send before acting.
+//     A 502, a 504, a reset connection or a timed-out attempt leave the
+//     outcome unknown: the answer is returned, and the caller finds out
+//     whether the request happened (see OutcomeUnknown) instead of
+//     repeating it blindly.
+//
+// A request whose body cannot be replayed (a streamed image upload) gets
+// one attempt. Backoff is jittered, 250 ms doubling to 4 s. The caller's
+// own context ends everything.
 type RetryTransport struct {
 	// Next sends the requests.
 	Next http.RoundTripper
@@ -37,6 +51,9 @@ type RetryTransport struct {
 	// (OpenStack's services mean a transient fault by it; Proxmox answers
 	// 500 for ordinary refusals such as "guest agent is not running").
 	RetryInternalErrors bool
+	// Replayable reports a request of a non-idempotent method that is
+	// safe to repeat (Keystone's token POST); nil: none is.
+	Replayable func(*http.Request) bool
 }
 
 // RoundTrip sends req, retrying transient failures.
@@ -48,7 +65,7 @@ func (t *RetryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	backoff := 250 * time.Millisecond
 	for attempt := 0; ; attempt++ {
 		resp, err := t.attempt(req, attempt, timeout)
-		if attempt >= retries || req.Context().Err() != nil || !t.transient(req.Method, resp, err) {
+		if attempt >= retries || req.Context().Err() != nil || !t.transient(req, resp, err) {
 			return resp, err
 		}
 		what := "no answer"
@@ -87,19 +104,50 @@ func (t *RetryTransport) attempt(req *http.Request, n int, timeout time.Duration
 	return resp, nil
 }
 
-// transient reports a failure worth retrying for method.
-func (t *RetryTransport) transient(method string, resp *http.Response, err error) bool {
-	idempotent := method == http.MethodGet || method == http.MethodHead || method == http.MethodPut || method == http.MethodDelete
+// transient reports a failure of req worth retrying.
+func (t *RetryTransport) transient(req *http.Request, resp *http.Response, err error) bool {
+	repeatable := Idempotent(req.Method) || (t.Replayable != nil && t.Replayable(req))
 	if err != nil {
-		return idempotent || errors.Is(err, syscall.ECONNREFUSED)
+		return repeatable || neverSent(err)
 	}
 	switch resp.StatusCode {
-	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+	case http.StatusServiceUnavailable:
 		return true
+	case http.StatusBadGateway, http.StatusGatewayTimeout:
+		return repeatable
 	case http.StatusInternalServerError:
-		return idempotent && t.RetryInternalErrors
+		return repeatable && t.RetryInternalErrors
 	}
 	return false
+}
+
+// Idempotent reports an HTTP method whose repetition changes nothing more
+// than its first success did.
+func Idempotent(method string) bool {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodPut, http.MethodDelete:
+		return true
+	}
+	return false
+}
+
+// neverSent reports a transport error that happened before the request
+// could be sent: the connection was refused or could not be made.
+func neverSent(err error) bool {
+	var op *net.OpError
+	return errors.Is(err, syscall.ECONNREFUSED) || (errors.As(err, &op) && op.Op == "dial")
+}
+
+// OutcomeUnknown reports whether a failed non-idempotent request may have
+// been applied all the same: err is no HTTP answer at all (a reset, a
+// timed-out attempt), or status is a 5xx (a proxy's 502 or 504 after the
+// service acted, a 500 after a commit). A 4xx, or a connection never made,
+// is a refusal. Pass status 0 when err carries no HTTP status.
+func OutcomeUnknown(status int, err error) bool {
+	if status != 0 {
+		return status >= http.StatusInternalServerError
+	}
+	return err != nil && !neverSent(err)
 }
 
 // cancelBody ends an attempt's context when its body is closed.

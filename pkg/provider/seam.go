@@ -13,6 +13,34 @@ import (
 // Plan.Do, so a dry run (plan) observes the cloud and records the same
 // changes without making them. Every call is bounded by the provider's
 // per-request timeout; errors name the operation and the resource.
+//
+// Repeating a request. An answer can be lost after the request was applied
+// (a proxy's 502 or 504, a reset connection, a timeout), so a request is
+// repeated blindly only when repeating it cannot duplicate anything:
+//
+//   - GET, HEAD, OPTIONS, PUT and DELETE are idempotent: RetryTransport
+//     repeats them on any transient failure;
+//   - POST and PATCH are repeated by the transport only when they provably
+//     did not reach the service (no connection, or a 503, which the
+//     services and their load balancers send before acting), or when they
+//     are idempotent by nature: Keystone's token POST (a second token is
+//     harmless) and the Image Factory's schematic POST (content-addressed:
+//     the same body names the same schematic);
+//   - every other create whose outcome is unknown (OutcomeUnknown) is
+//     settled by the provider: it looks the resource up by its
+//     deterministic name and the ownership marker the create itself
+//     carried, adopts what it finds (finishing its ownership tags) and
+//     creates it again only when nothing is there. On OpenStack the
+//     marker is the description of Neutron resources (Neutron before Zed
+//     refuses tags in POST; a floating IP has no name, so its description
+//     is its name and marker at once), the tags of a Nova server (sent in
+//     its POST), and the tags and talos_* properties of the Glance image;
+//     a security group rule, which has neither, is found by its content
+//     in the cluster's own group. The Proxmox provider documents its own.
+//
+// A resource is recognisable as talosc's from the moment it exists, so a
+// run killed between a create and its tagging leaves nothing the next run
+// cannot adopt; a same-named resource without the marker is still refused.
 
 // ImageSpec is the shared boot image a cluster boots new machines from.
 type ImageSpec struct {
@@ -174,8 +202,10 @@ type Compute interface {
 	// markers, never by name alone).
 	Inventory(ctx context.Context, cluster *config.Cluster) (*Inventory, error)
 	// ValidateMachines refuses changes the provider cannot make in place
-	// to existing machines (OpenStack: flavor, disk, availability zone),
-	// naming the key and the way out. It mutates nothing.
+	// to existing machines and the network they sit on (OpenStack:
+	// flavor, disk, availability zone, the cluster subnet's cidr),
+	// naming the key and the way out. The whole-run validation calls it
+	// before the first mutation. It mutates nothing.
 	ValidateMachines(ctx context.Context, cluster *config.Cluster, desired []config.Machine, inv *Inventory) error
 	// CreateMachines creates the missing machines concurrently (through
 	// plan) and returns them as created.

@@ -206,7 +206,7 @@ func newHTTPClient(o Options) http.Client {
 	}
 	return http.Client{Transport: &provider.RetryTransport{
 		Next: rt, Retries: max(o.Retries, 0), Timeout: o.RequestTimeout, UploadTimeout: o.UploadTimeout, Logf: o.Logf, Name: "openstack",
-		RetryInternalErrors: true,
+		RetryInternalErrors: true, Replayable: replayable,
 	}}
 }
 

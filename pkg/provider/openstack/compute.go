@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/flavors"
@@ -65,9 +66,13 @@ func resolveFlavor(list []flavors.Flavor, ref, key string) (flavors.Flavor, erro
 }
 
 // ValidateMachines refuses flavor, boot disk and availability-zone changes
-// to existing servers, every one at once. The flavor list is read only
-// when a server's flavor differs from the pool's as written.
+// to existing servers, and a network.cluster.cidr the existing subnet does
+// not have, every one at once. The flavor list is read only when a
+// server's flavor differs from the pool's as written.
 func (c *Cloud) ValidateMachines(ctx context.Context, cluster *config.Cluster, desired []config.Machine, inv *provider.Inventory) error {
+	if err := c.validateSubnet(ctx, cluster); err != nil {
+		return err
+	}
 	r := provider.Refusals{What: "server(s)"}
 	var flavorList []flavors.Flavor
 	var small []error
@@ -210,7 +215,7 @@ func (c *Cloud) createServer(ctx context.Context, cluster *config.Cluster, j ser
 		return "", errors.New("no boot image id: the image phase did not provide one")
 	}
 	configDrive := true
-	s, err := servers.Create(ctx, c.compute, servers.CreateOpts{
+	opts := servers.CreateOpts{
 		Name:             j.spec.Machine.Hostname,
 		FlavorRef:        j.flavor.ID,
 		AvailabilityZone: cluster.OpenStack.AvailabilityZone,
@@ -223,11 +228,34 @@ func (c *Cloud) createServer(ctx context.Context, cluster *config.Cluster, j ser
 			VolumeSize: j.disk, BootIndex: 0, DeleteOnTermination: true,
 		}},
 		Tags: NodeTags(j.spec.Machine, cluster.Name),
-	}, nil).Extract()
-	if err != nil {
-		return "", wrap(err, "nova")
 	}
-	return s.ID, nil
+	host := j.spec.Machine.Hostname
+	for attempt := 1; ; attempt++ {
+		s, err := servers.Create(ctx, c.compute, opts, nil).Extract()
+		if err == nil {
+			return s.ID, nil
+		}
+		if !maybeApplied(err) || ctx.Err() != nil {
+			return "", wrap(err, "nova")
+		}
+		// The tags went in the POST: an owned server of that name is the
+		// one this create made.
+		list, lerr := c.ownedServers(ctx, cluster.Name)
+		if lerr != nil {
+			return "", errors.Join(wrap(err, "nova"), wrap(lerr, "find out whether server %s was created after all", host))
+		}
+		list = slices.DeleteFunc(list, func(s servers.Server) bool { return s.Name != host })
+		switch {
+		case len(list) == 1:
+			c.opts.Logf("openstack: create server %s: %v; it was made all the same (%s): adopting it", host, err, list[0].ID)
+			return list[0].ID, nil
+		case len(list) > 1:
+			return "", fmt.Errorf("nova: %w; %s now has %d owned servers: delete all but one", err, host, len(list))
+		case attempt == createAttempts:
+			return "", wrap(err, "nova")
+		}
+		c.opts.Logf("openstack: create server %s: %v; it was not made: creating it again (%d of %d)", host, err, attempt+1, createAttempts)
+	}
 }
 
 // plannedMachine is what a dry run reports for a server it would create.

@@ -131,8 +131,7 @@ func (c *Cloud) bootVolume(ctx context.Context, server string, att attachedVolum
 // owned port of that name bound elsewhere is refused; a same-named port
 // without the tags is not ours and is left alone.
 func (c *Cloud) machinePorts(ctx context.Context, cluster string, m provider.Machine) ([]string, error) {
-	list, err := listOwned(ctx, cluster, ports.List(c.network, ports.ListOpts{Name: m.Hostname, Tags: ClusterTag(cluster)}), ports.ExtractPorts,
-		func(p ports.Port) []string { return p.Tags })
+	list, err := listOwned(ctx, cluster, ports.ExtractPorts, portAttrs, ports.List(c.network, ports.ListOpts{Name: m.Hostname, Tags: ClusterTag(cluster)}))
 	if err != nil {
 		return nil, wrap(err, "list the ports named %s", m.Hostname)
 	}

@@ -1,13 +1,10 @@
 package openstack
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"slices"
-	"strings"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/image/v2/imagedata"
 	"github.com/gophercloud/gophercloud/v2/openstack/image/v2/images"
@@ -30,24 +27,26 @@ const (
 	guestAgentValue = "yes"
 )
 
-// FindImage finds the active Glance image named spec.Name.
+// FindImage finds talosc's active boot image of spec (see ownImages).
 func (c *Cloud) FindImage(ctx context.Context, spec provider.ImageSpec) (provider.Image, bool, error) {
-	img, ok, err := c.findImage(ctx, spec.Name)
-	if !ok || err != nil {
+	active, _, err := c.ownImages(ctx, spec)
+	if len(active) == 0 || err != nil {
 		return provider.Image{}, false, err
 	}
-	return imageOf(img), true, nil
+	return imageOf(c.oldest(spec.Name, active)), true, nil
 }
 
 // EnsureImage finds the boot image, or creates it from the Image Factory
 // artifact (decompressed while it streams into Glance), and makes sure it
-// asks for the QEMU guest agent.
+// asks for the QEMU guest agent. An empty image a previous run created
+// and could not upload into is filled rather than left behind.
 func (c *Cloud) EnsureImage(ctx context.Context, spec provider.ImageSpec, plan *provider.Plan) (provider.Image, error) {
-	img, ok, err := c.findImage(ctx, spec.Name)
+	active, queued, err := c.ownImages(ctx, spec)
 	if err != nil {
 		return provider.Image{}, err
 	}
-	if ok {
+	if len(active) > 0 {
+		img := c.oldest(spec.Name, active)
 		return imageOf(img), c.ensureGuestAgent(ctx, img, plan)
 	}
 	created := provider.Image{Name: spec.Name}
@@ -55,42 +54,17 @@ func (c *Cloud) EnsureImage(ctx context.Context, spec provider.ImageSpec, plan *
 		Action: "create", Kind: KindImage, Name: spec.Name,
 		Detail: fmt.Sprintf("raw image of Talos %s, schematic %s, from %s", spec.TalosVersion, spec.SchematicID, spec.Artifact),
 	}
+	var empty *images.Image
+	if len(queued) > 0 {
+		empty = &queued[0]
+		change.Detail += ", into the empty image " + empty.ID + " an earlier run created"
+	}
 	err = plan.Do(ctx, change, func(ctx context.Context) error {
 		var err error
-		created, err = c.createImage(ctx, spec)
+		created, err = c.createImage(ctx, spec, empty)
 		return err
 	})
 	return created, err
-}
-
-// findImage returns the active image named name; of several, the oldest
-// (then the lowest id), with a warning.
-func (c *Cloud) findImage(ctx context.Context, name string) (*images.Image, bool, error) {
-	pages, err := images.List(c.image, images.ListOpts{Name: name, Status: images.ImageStatusActive}).AllPages(ctx)
-	if err != nil {
-		return nil, false, wrap(err, "list glance images named %q", name)
-	}
-	found, err := images.ExtractImages(pages)
-	if err != nil {
-		return nil, false, wrap(err, "list glance images named %q", name)
-	}
-	found = slices.DeleteFunc(found, func(img images.Image) bool {
-		return img.Name != name || img.Status != images.ImageStatusActive
-	})
-	if len(found) == 0 {
-		return nil, false, nil
-	}
-	slices.SortFunc(found, func(a, b images.Image) int {
-		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), strings.Compare(a.ID, b.ID))
-	})
-	if len(found) > 1 {
-		ids := make([]string, len(found))
-		for i, img := range found {
-			ids[i] = img.ID
-		}
-		c.opts.Logf("openstack: %d active glance images are named %q (%s); using the oldest, %s", len(found), name, strings.Join(ids, ", "), found[0].ID)
-	}
-	return &found[0], true, nil
 }
 
 // ensureGuestAgent sets hw_qemu_guest_agent=yes on an image lacking it.
@@ -116,34 +90,34 @@ func (c *Cloud) ensureGuestAgent(ctx context.Context, img *images.Image, plan *p
 // so a transient failure restarts the whole stream.
 const uploadAttempts = 3
 
-// createImage creates the image and uploads the artifact into it, starting
-// over (a new record, a new download) when an attempt fails.
-func (c *Cloud) createImage(ctx context.Context, spec provider.ImageSpec) (provider.Image, error) {
+// createImage creates the image (or takes empty, an image an earlier run
+// created) and uploads the artifact into it, starting over (a new record,
+// a new download) when an attempt fails.
+func (c *Cloud) createImage(ctx context.Context, spec provider.ImageSpec, empty *images.Image) (provider.Image, error) {
 	if spec.Fetch == nil {
 		return provider.Image{}, fmt.Errorf("no way to download the image factory artifact %s", spec.Artifact)
 	}
 	for attempt := 1; ; attempt++ {
-		img, err := c.createImageOnce(ctx, spec)
+		img, err := c.createImageOnce(ctx, spec, empty)
 		if err == nil || attempt == uploadAttempts || ctx.Err() != nil {
 			return img, err
 		}
+		empty = nil // deleted by the failed attempt
 		c.opts.Logf("openstack: boot image %s: %v; starting over (%d of %d)", spec.Name, err, attempt+1, uploadAttempts)
 	}
 }
 
-// createImageOnce creates the image record and uploads the artifact into
-// it; an image whose upload failed is deleted.
-func (c *Cloud) createImageOnce(ctx context.Context, spec provider.ImageSpec) (provider.Image, error) {
-	private := images.ImageVisibilityPrivate
-	img, err := images.Create(ctx, c.image, images.CreateOpts{
-		Name: spec.Name, Visibility: &private, Tags: []string{TagManagedBy},
-		DiskFormat: "raw", ContainerFormat: "bare", MinDisk: imageMinDiskGB, MinRAM: imageMinRAMMB,
-		Properties: map[string]string{propGuestAgent: guestAgentValue, propTalos: spec.TalosVersion, propSchematic: spec.SchematicID},
-	}).Extract()
-	if err != nil {
-		return provider.Image{}, wrap(err, "glance")
+// createImageOnce creates the image record (unless img is one already)
+// and uploads the artifact into it; an image whose upload failed is
+// deleted.
+func (c *Cloud) createImageOnce(ctx context.Context, spec provider.ImageSpec, img *images.Image) (provider.Image, error) {
+	var err error
+	if img == nil {
+		if img, err = c.postImage(ctx, spec); err != nil {
+			return provider.Image{}, err
+		}
 	}
-	if err := c.upload(ctx, img.ID, spec); err != nil {
+	if err = c.upload(ctx, img.ID, spec); err != nil {
 		// The caller's context may be what ended the upload; the
 		// half-made image is removed regardless.
 		cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.opts.RequestTimeout)

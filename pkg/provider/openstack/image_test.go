@@ -160,8 +160,12 @@ func TestEnsureImage_AddsTheGuestAgentToAnExistingImage(t *testing.T) {
 	t.Parallel()
 	l := newComputeLab(t, labos.Config{}, threeCPs)
 	spec := imageSpec(t, "")
+	// Images of an earlier talosc, which did not ask for the agent.
 	for range 2 {
-		img, err := images.Create(t.Context(), l.image, images.CreateOpts{Name: spec.Name, DiskFormat: "raw", ContainerFormat: "bare"}).Extract()
+		img, err := images.Create(t.Context(), l.image, images.CreateOpts{
+			Name: spec.Name, DiskFormat: "raw", ContainerFormat: "bare", Tags: []string{openstack.TagManagedBy},
+			Properties: map[string]string{"talos_version": spec.TalosVersion, "talos_schematic": spec.SchematicID},
+		}).Extract()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -25,6 +25,9 @@ func (c *Cloud) Inventory(ctx context.Context, cluster *config.Cluster) (*provid
 	if err != nil {
 		return nil, err
 	}
+	if err := uniqueNames(list); err != nil {
+		return nil, err
+	}
 	inv := &provider.Inventory{Machines: make([]provider.Machine, 0, len(list))}
 	if len(list) == 0 {
 		return inv, nil
@@ -54,6 +57,26 @@ func (c *Cloud) ownedServers(ctx context.Context, cluster string) ([]servers.Ser
 		return nil, wrap(err, "list the nova servers of cluster %s", cluster)
 	}
 	return slices.DeleteFunc(list, func(s servers.Server) bool { return s.Tags == nil || !Owned(*s.Tags, cluster) }), nil
+}
+
+// uniqueNames refuses owned servers sharing a name: the phases key
+// machines by hostname, so the second would be neither used nor counted.
+func uniqueNames(list []servers.Server) error {
+	ids := map[string][]string{}
+	for _, s := range list {
+		ids[s.Name] = append(ids[s.Name], s.ID)
+	}
+	var dups []string
+	for _, name := range slices.Sorted(maps.Keys(ids)) {
+		if len(ids[name]) > 1 {
+			dups = append(dups, fmt.Sprintf("%s (ids %s)", name, strings.Join(ids[name], ", ")))
+		}
+	}
+	if len(dups) > 0 {
+		return fmt.Errorf("duplicate Nova server names among the cluster's owned servers: %s; machines are keyed by name, so delete (openstack server delete <id>) or rename all but one of each",
+			strings.Join(dups, "; "))
+	}
+	return nil
 }
 
 // bootDiskSizes maps server id → size in GB of its boot volume.

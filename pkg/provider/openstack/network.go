@@ -47,7 +47,7 @@ func (c *Cloud) ReconcileNetwork(ctx context.Context, spec provider.NetworkSpec,
 	}
 	r := &netReconciler{c: c, cfg: spec.Cluster, machines: spec.Machines, plan: plan, inv: inv}
 	for _, step := range []func(context.Context) error{
-		r.securityGroup, r.rules, r.network, r.subnet, r.router, r.routerInterface,
+		r.finishTags, r.securityGroup, r.rules, r.network, r.subnet, r.router, r.routerInterface,
 		r.reservedPorts, r.floatingIPs, r.machinePorts, r.reclaimPorts,
 	} {
 		if err := step(ctx); err != nil {

@@ -42,21 +42,24 @@ func (c *Cloud) DestroyNetwork(ctx context.Context, cluster *config.Cluster, pla
 	return nil
 }
 
-// readOwnedNetwork lists the cluster's owned network resources by tag (one
-// call per kind, plus one per router for its interfaces), in the order
-// they must be deleted. It lists by the cluster tag and checks both
-// markers itself, so resources with the legacy managed-by marker go too.
+// readOwnedNetwork lists the cluster's owned network resources (one call
+// per kind by tag, one by description marker for what a run ended before
+// tagging, plus one per router for its interfaces), in the order they must
+// be deleted. It lists by the cluster tag and checks both markers itself,
+// so resources with the legacy managed-by marker go too.
 func (c *Cloud) readOwnedNetwork(ctx context.Context, cluster string) ([]doomed, error) {
-	tag := ClusterTag(cluster)
+	tag, marker := ClusterTag(cluster), ownerMarker(cluster)
+	n := namesOf(cluster)
 	var out []doomed
-	fips, err := listOwned(ctx, cluster, floatingips.List(c.network, floatingips.ListOpts{Tags: tag}), floatingips.ExtractFloatingIPs, func(f floatingips.FloatingIP) []string { return f.Tags })
+	fipDesc := describedAs{ownerDescription(cluster, n.kubeapi), ownerDescription(cluster, n.ingress)}
+	fips, err := listOwned(ctx, cluster, floatingips.ExtractFloatingIPs, fipAttrs, floatingips.List(c.network, floatingips.ListOpts{Tags: tag}), floatingips.List(c.network, fipDesc))
 	if err != nil {
 		return nil, wrap(err, "list the floating ips of cluster %s", cluster)
 	}
 	for _, f := range fips {
-		out = append(out, doomed{kindFloatingIP, cmp.Or(f.Description, f.FloatingIP), f.ID, c.deleteFloatingIP})
+		out = append(out, doomed{kindFloatingIP, cmp.Or(baseDescription(f.Description, cluster), f.FloatingIP), f.ID, c.deleteFloatingIP})
 	}
-	ps, err := listOwned(ctx, cluster, ports.List(c.network, ports.ListOpts{Tags: tag}), ports.ExtractPorts, func(p ports.Port) []string { return p.Tags })
+	ps, err := listOwned(ctx, cluster, ports.ExtractPorts, portAttrs, ports.List(c.network, ports.ListOpts{Tags: tag}), ports.List(c.network, ports.ListOpts{Description: marker}))
 	if err != nil {
 		return nil, wrap(err, "list the ports of cluster %s", cluster)
 	}
@@ -66,7 +69,7 @@ func (c *Cloud) readOwnedNetwork(ctx context.Context, cluster string) ([]doomed,
 		}
 		out = append(out, doomed{kindPort, p.Name, p.ID, c.deletePort})
 	}
-	rts, err := listOwned(ctx, cluster, routers.List(c.network, routers.ListOpts{Tags: tag}), routers.ExtractRouters, func(r routers.Router) []string { return r.Tags })
+	rts, err := listOwned(ctx, cluster, routers.ExtractRouters, routerAttrs, routers.List(c.network, routers.ListOpts{Tags: tag}), routers.List(c.network, routers.ListOpts{Description: marker}))
 	if err != nil {
 		return nil, wrap(err, "list the routers of cluster %s", cluster)
 	}
@@ -84,21 +87,22 @@ func (c *Cloud) readOwnedNetwork(ctx context.Context, cluster string) ([]doomed,
 	for _, rt := range rts {
 		out = append(out, doomed{kindRouter, rt.Name, rt.ID, c.deleteRouter})
 	}
-	sns, err := listOwned(ctx, cluster, subnets.List(c.network, subnets.ListOpts{Tags: tag}), subnets.ExtractSubnets, func(s subnets.Subnet) []string { return s.Tags })
+	sns, err := listOwned(ctx, cluster, subnets.ExtractSubnets, subnetAttrs, subnets.List(c.network, subnets.ListOpts{Tags: tag}), subnets.List(c.network, subnets.ListOpts{Description: marker}))
 	if err != nil {
 		return nil, wrap(err, "list the subnets of cluster %s", cluster)
 	}
 	for _, sn := range sns {
 		out = append(out, doomed{kindSubnet, sn.Name, sn.ID, c.deleteSubnet})
 	}
-	nets, err := listOwned(ctx, cluster, networks.List(c.network, networks.ListOpts{Tags: tag}), networks.ExtractNetworks, func(n networks.Network) []string { return n.Tags })
+	nets, err := listOwned(ctx, cluster, extractNetworks, netAttrs, networks.List(c.network, networks.ListOpts{Tags: tag}), networks.List(c.network, networks.ListOpts{Description: marker}))
 	if err != nil {
 		return nil, wrap(err, "list the networks of cluster %s", cluster)
 	}
-	for _, n := range nets {
-		out = append(out, doomed{kindNetwork, n.Name, n.ID, c.deleteNetwork})
+	for _, x := range nets {
+		out = append(out, doomed{kindNetwork, x.Name, x.ID, c.deleteNetwork})
 	}
-	sgs, err := listOwned(ctx, cluster, groups.List(c.network, groups.ListOpts{Tags: tag}), groups.ExtractGroups, func(g groups.SecGroup) []string { return g.Tags })
+	sgDesc := ownerDescription(cluster, cluster+" kubernetes cluster security group")
+	sgs, err := listOwned(ctx, cluster, groups.ExtractGroups, sgAttrs, groups.List(c.network, groups.ListOpts{Tags: tag}), groups.List(c.network, groups.ListOpts{Description: sgDesc}))
 	if err != nil {
 		return nil, wrap(err, "list the security groups of cluster %s", cluster)
 	}
@@ -108,14 +112,23 @@ func (c *Cloud) readOwnedNetwork(ctx context.Context, cluster string) ([]doomed,
 	return out, nil
 }
 
-// listOwned lists through pager and keeps what carries both markers.
-func listOwned[T any](ctx context.Context, cluster string, pager pagination.Pager, extract func(pagination.Page) ([]T, error), tags func(T) []string) ([]T, error) {
-	all, err := listAll(ctx, pager, extract)
-	out := all[:0]
-	for _, x := range all {
-		if Owned(tags(x), cluster) {
-			out = append(out, x)
+// listOwned lists through each pager and keeps, once, what carries both
+// tags or the description marker of cluster.
+func listOwned[T any](ctx context.Context, cluster string, extract func(pagination.Page) ([]T, error), attrsOf func(T) attrs, pagers ...pagination.Pager) ([]T, error) {
+	var out []T
+	seen := map[string]bool{}
+	for _, pager := range pagers {
+		all, err := listAll(ctx, pager, extract)
+		if err != nil {
+			return nil, err
+		}
+		for _, x := range all {
+			a := attrsOf(x)
+			if !seen[a.id] && (Owned(a.tags, cluster) || describedOwned(a.desc, cluster)) {
+				seen[a.id] = true
+				out = append(out, x)
+			}
 		}
 	}
-	return out, err
+	return out, nil
 }

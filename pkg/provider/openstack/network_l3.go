@@ -43,24 +43,24 @@ func (r *netReconciler) network(ctx context.Context) error {
 		return nil
 	}
 	return r.plan.Do(ctx, state.Change{Action: state.ActionCreate, Kind: kindNetwork, Name: n.net, Detail: fmt.Sprintf("mtu %d", want)}, func(ctx context.Context) error {
-		var created network
-		err := r.c.createOwned(ctx, neutronCreate{
-			kind: kindNetwork, collection: "networks", name: n.net, tags: ClusterTags(n.cluster),
-			create: func(ctx context.Context) (string, error) {
+		created, err := createOwned(ctx, r.c, neutronCreate[network]{
+			lookup: r.c.netLookup(n),
+			create: func(ctx context.Context) (*network, error) {
 				up := true
-				opts := mtu.CreateOptsExt{CreateOptsBuilder: networks.CreateOpts{Name: n.net, AdminStateUp: &up}, MTU: want}
+				var created network
+				opts := mtu.CreateOptsExt{CreateOptsBuilder: networks.CreateOpts{Name: n.net, Description: ownerDescription(n.cluster, ""), AdminStateUp: &up}, MTU: want}
 				if err := networks.Create(ctx, r.c.network, opts).ExtractInto(&created); err != nil {
 					if gophercloud.ResponseCodeIs(err, http.StatusBadRequest) && strings.Contains(err.Error(), "MTU") {
-						return "", fmt.Errorf("network.cluster.mtu %d is more than the cloud allows; lower network.cluster.mtu: %w", want, err)
+						return nil, fmt.Errorf("network.cluster.mtu %d is more than the cloud allows; lower network.cluster.mtu: %w", want, err)
 					}
-					return "", err
+					return nil, err
 				}
-				return created.ID, nil
+				return &created, nil
 			},
 			del: r.c.deleteNetwork,
-		})
+		}, n.cluster)
 		if err == nil {
-			r.inv.net = &created
+			r.inv.net = created
 		}
 		return err
 	})
@@ -90,22 +90,15 @@ func (r *netReconciler) subnet(ctx context.Context) error {
 	}
 	cidr := r.cfg.Network.Cluster.CIDR.String()
 	return r.plan.Do(ctx, state.Change{Action: state.ActionCreate, Kind: kindSubnet, Name: n.subnet, Detail: cidr}, func(ctx context.Context) error {
-		var sn *subnets.Subnet
-		err := r.c.createOwned(ctx, neutronCreate{
-			kind: kindSubnet, collection: "subnets", name: n.subnet, tags: ClusterTags(n.cluster),
-			create: func(ctx context.Context) (string, error) {
-				var err error
-				sn, err = subnets.Create(ctx, r.c.network, subnets.CreateOpts{
-					NetworkID: r.inv.net.ID, Name: n.subnet, CIDR: cidr, IPVersion: gophercloud.IPv4, DNSNameservers: dns,
+		return store(createOwned(ctx, r.c, neutronCreate[subnets.Subnet]{
+			lookup: r.c.subnetLookup(n),
+			create: func(ctx context.Context) (*subnets.Subnet, error) {
+				return subnets.Create(ctx, r.c.network, subnets.CreateOpts{
+					NetworkID: r.inv.net.ID, Name: n.subnet, Description: ownerDescription(n.cluster, ""), CIDR: cidr, IPVersion: gophercloud.IPv4, DNSNameservers: dns,
 				}).Extract()
-				if err != nil {
-					return "", err
-				}
-				return sn.ID, nil
 			},
 			del: r.c.deleteSubnet,
-		})
-		return store(sn, err)
+		}, n.cluster))
 	})
 }
 
@@ -136,21 +129,14 @@ func (r *netReconciler) router(ctx context.Context) error {
 		})
 	}
 	return r.plan.Do(ctx, state.Change{Action: state.ActionCreate, Kind: kindRouter, Name: n.router, Detail: "external gateway " + extName}, func(ctx context.Context) error {
-		var rt *routers.Router
-		err := r.c.createOwned(ctx, neutronCreate{
-			kind: kindRouter, collection: "routers", name: n.router, tags: ClusterTags(n.cluster),
-			create: func(ctx context.Context) (string, error) {
+		return store(createOwned(ctx, r.c, neutronCreate[routers.Router]{
+			lookup: r.c.routerLookup(n),
+			create: func(ctx context.Context) (*routers.Router, error) {
 				up := true
-				var err error
-				rt, err = routers.Create(ctx, r.c.network, routers.CreateOpts{Name: n.router, AdminStateUp: &up, GatewayInfo: gw}).Extract()
-				if err != nil {
-					return "", err
-				}
-				return rt.ID, nil
+				return routers.Create(ctx, r.c.network, routers.CreateOpts{Name: n.router, Description: ownerDescription(n.cluster, ""), AdminStateUp: &up, GatewayInfo: gw}).Extract()
 			},
 			del: r.c.deleteRouter,
-		})
-		return store(rt, err)
+		}, n.cluster))
 	})
 }
 

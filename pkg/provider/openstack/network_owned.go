@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/attributestags"
 
@@ -13,8 +14,9 @@ import (
 )
 
 // TagsNotPersistedError reports a Neutron resource whose ownership tags did
-// not stick (reference I-F2). The resource was deleted again: left behind
-// untagged it could never be adopted, nor deleted, by a later run.
+// not stick (reference I-F2). The resource was deleted again: tags are the
+// full proof of ownership every other reader (status, destroy, another
+// tool) relies on.
 type TagsNotPersistedError struct {
 	// Kind is the change kind ("openstack:network"), Name and ID the resource.
 	Kind, Name, ID string
@@ -24,46 +26,148 @@ func (e *TagsNotPersistedError) Error() string {
 	return fmt.Sprintf("Neutron did not persist ownership tags on %s %s (%s); it was deleted again", kindWord(e.Kind), e.Name, e.ID)
 }
 
-// neutronCreate is one Neutron resource to create and tag.
-type neutronCreate struct {
+// ownerMarker is the ownership marker a Neutron create carries in its
+// description: Neutron before Zed refuses tags in POST, so a resource is
+// recognisable as the cluster's from the moment it exists, and a run
+// killed before tagging it leaves something the next run can adopt.
+func ownerMarker(cluster string) string { return TagManagedBy + " " + ClusterTag(cluster) }
+
+// ownerDescription is the description of a resource talosc creates: base
+// (the reference's description, a floating IP's name; may be empty)
+// followed by the marker.
+func ownerDescription(cluster, base string) string {
+	if base == "" {
+		return ownerMarker(cluster)
+	}
+	return base + " (" + ownerMarker(cluster) + ")"
+}
+
+// describedOwned reports a description carrying the marker of cluster.
+func describedOwned(desc, cluster string) bool {
+	return desc == ownerMarker(cluster) || strings.HasSuffix(desc, " ("+ownerMarker(cluster)+")")
+}
+
+// baseDescription is desc without the marker of cluster (a floating IP's
+// name).
+func baseDescription(desc, cluster string) string {
+	return strings.TrimSuffix(desc, " ("+ownerMarker(cluster)+")")
+}
+
+// attrs are what ownership is decided from.
+type attrs struct {
+	id, desc string
+	tags     []string
+}
+
+// lookup is one Neutron resource of the cluster: what finds it, proves it
+// owned, and tags it.
+type lookup[T any] struct {
 	kind       string // change kind
 	collection string // URL collection of the tags API ("networks", "security-groups")
 	name       string
-	tags       []string
-	create     func(context.Context) (id string, err error)
-	del        func(ctx context.Context, id string) error
+	tags       []string // its ownership tags
+	attrs      func(T) attrs
+	// list lists the same-named candidates (floating IPs: same-described).
+	list func(context.Context) ([]T, error)
 }
 
-// createOwned creates a resource, then tags it and reads the tags back:
-// gophercloud's create options carry no tags and Neutron before the
-// tag-creation extension (Zed) refuses them in POST. A resource whose tags
-// failed or did not persist is deleted and the run fails.
-func (c *Cloud) createOwned(ctx context.Context, r neutronCreate) error {
-	id, err := r.create(ctx)
+// neutronCreate is one Neutron resource to create and tag.
+type neutronCreate[T any] struct {
+	lookup[T]
+	// create posts the resource, with ownerDescription in its description.
+	create func(context.Context) (*T, error)
+	del    func(ctx context.Context, id string) error
+}
+
+// createAttempts bounds how often a create whose answer was lost, and
+// which did not happen, is sent again.
+const createAttempts = 3
+
+// createOwned creates a resource (or adopts the one a create whose answer
+// was lost made), then tags it and reads the tags back: gophercloud's
+// create options carry no tags and Neutron before the tag-creation
+// extension (Zed) refuses them in POST. A resource whose tags failed or did
+// not persist is deleted, even when the run's context has ended (Ctrl-C
+// between create and tag), and the run fails.
+func createOwned[T any](ctx context.Context, c *Cloud, r neutronCreate[T], cluster string) (*T, error) {
+	x, err := createOrAdopt(ctx, c, r, cluster)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	err = c.tagAndVerify(ctx, r, id)
+	id := r.attrs(*x).id
+	err = c.tagAndVerify(ctx, r.kind, r.collection, r.name, id, r.tags)
 	if err == nil {
-		return nil
+		return x, nil
 	}
-	if derr := r.del(ctx, id); derr != nil && !isNotFound(derr) {
+	cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.opts.RequestTimeout)
+	defer cancel()
+	if derr := r.del(cleanup, id); derr != nil && !isNotFound(derr) {
 		err = errors.Join(err, wrap(derr, "delete the untagged %s %s (%s) by hand", kindWord(r.kind), r.name, id))
 	}
-	return err
+	return nil, err
 }
 
-func (c *Cloud) tagAndVerify(ctx context.Context, r neutronCreate, id string) error {
-	if err := attributestags.ReplaceAll(ctx, c.network, r.collection, id, attributestags.ReplaceAllOpts{Tags: r.tags}).Err; err != nil {
-		return wrap(err, "tag %s %s (%s)", kindWord(r.kind), r.name, id)
+// createOrAdopt sends the create; when its outcome is unknown (a lost
+// answer) it looks for what the create would have made, by name and
+// marker, adopts it if it is there and creates again if not. A lookup that
+// fails fails the create: an unknown outcome is never taken for "not made".
+func createOrAdopt[T any](ctx context.Context, c *Cloud, r neutronCreate[T], cluster string) (*T, error) {
+	what := kindWord(r.kind) + " " + r.name
+	for attempt := 1; ; attempt++ {
+		x, err := r.create(ctx)
+		if err == nil || !maybeApplied(err) || ctx.Err() != nil {
+			return x, err
+		}
+		all, lerr := r.list(ctx)
+		if lerr != nil {
+			return nil, errors.Join(err, wrap(lerr, "find out whether %s was created after all", what))
+		}
+		mine := slices.DeleteFunc(all, func(x T) bool { return !describedOwned(r.attrs(x).desc, cluster) })
+		switch {
+		case len(mine) == 1:
+			c.opts.Logf("openstack: create %s: %v; it was made all the same (%s): adopting it", what, err, r.attrs(mine[0]).id)
+			return &mine[0], nil
+		case len(mine) > 1:
+			return nil, fmt.Errorf("create %s: %w; %d resources carrying its ownership marker exist now: delete all but one", what, err, len(mine))
+		case attempt == createAttempts:
+			return nil, err
+		}
+		c.opts.Logf("openstack: create %s: %v; it was not made: creating it again (%d of %d)", what, err, attempt+1, createAttempts)
 	}
-	got, err := attributestags.List(ctx, c.network, r.collection, id).Extract()
+}
+
+func (c *Cloud) tagAndVerify(ctx context.Context, kind, collection, name, id string, tags []string) error {
+	if err := attributestags.ReplaceAll(ctx, c.network, collection, id, attributestags.ReplaceAllOpts{Tags: tags}).Err; err != nil {
+		return wrap(err, "tag %s %s (%s)", kindWord(kind), name, id)
+	}
+	got, err := attributestags.List(ctx, c.network, collection, id).Extract()
 	if err != nil {
-		return wrap(err, "read back the tags of %s %s (%s)", kindWord(r.kind), r.name, id)
+		return wrap(err, "read back the tags of %s %s (%s)", kindWord(kind), name, id)
 	}
-	for _, t := range r.tags {
+	for _, t := range tags {
 		if !slices.Contains(got, t) {
-			return &TagsNotPersistedError{Kind: r.kind, Name: r.name, ID: id}
+			return &TagsNotPersistedError{Kind: kind, Name: name, ID: id}
+		}
+	}
+	return nil
+}
+
+// untagged is a resource the reads found carrying the cluster's
+// description marker but not its tags: made by a run that ended before
+// tagging it.
+type untagged struct {
+	kind, collection, name, id string
+	tags                       []string
+}
+
+// finishTags tags what a previous run created and could not tag.
+func (r *netReconciler) finishTags(ctx context.Context) error {
+	for _, u := range r.inv.untagged {
+		change := state.Change{Action: state.ActionUpdate, Kind: u.kind, Name: u.name, Detail: "ownership tags (created by a run that ended before tagging it)"}
+		if err := r.plan.Do(ctx, change, func(ctx context.Context) error {
+			return r.c.tagAndVerify(ctx, u.kind, u.collection, u.name, u.id, u.tags)
+		}); err != nil {
+			return err
 		}
 	}
 	return nil

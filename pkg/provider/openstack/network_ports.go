@@ -65,23 +65,16 @@ func (r *netReconciler) port(ctx context.Context, w portWant) error {
 	return r.plan.Do(ctx, state.Change{Action: state.ActionCreate, Kind: kindPort, Name: w.name, Detail: w.detail}, func(ctx context.Context) error {
 		sg := []string{r.inv.sg.ID}
 		opts := ports.CreateOpts{
-			NetworkID: r.inv.net.ID, Name: w.name, FixedIPs: []ports.IP{{SubnetID: r.inv.subnet.ID}}, SecurityGroups: &sg,
+			NetworkID: r.inv.net.ID, Name: w.name, Description: ownerDescription(r.inv.names.cluster, ""), FixedIPs: []ports.IP{{SubnetID: r.inv.subnet.ID}}, SecurityGroups: &sg,
 		}
 		if w.pair {
 			opts.AllowedAddressPairs = []ports.AddressPair{{IPAddress: w.vip.String()}}
 		}
-		var p *ports.Port
-		err := r.c.createOwned(ctx, neutronCreate{
-			kind: kindPort, collection: "ports", name: w.name, tags: w.tags,
-			create: func(ctx context.Context) (string, error) {
-				var err error
-				if p, err = ports.Create(ctx, r.c.network, opts).Extract(); err != nil {
-					return "", err
-				}
-				return p.ID, nil
-			},
-			del: r.c.deletePort,
-		})
+		p, err := createOwned(ctx, r.c, neutronCreate[ports.Port]{
+			lookup: r.c.portLookup(r.inv.net.ID, w.name, w.tags),
+			create: func(ctx context.Context) (*ports.Port, error) { return ports.Create(ctx, r.c.network, opts).Extract() },
+			del:    r.c.deletePort,
+		}, r.inv.names.cluster)
 		if err == nil {
 			r.setPort(w.name, p)
 		}
@@ -171,22 +164,16 @@ func (r *netReconciler) floatingIP(ctx context.Context, name string) error {
 	}
 	detail := fmt.Sprintf("on %s, for port %s", r.cfg.OpenStack.ExternalNet, name)
 	return r.plan.Do(ctx, state.Change{Action: state.ActionCreate, Kind: kindFloatingIP, Name: name, Detail: detail}, func(ctx context.Context) error {
-		var f *floatingips.FloatingIP
-		err := r.c.createOwned(ctx, neutronCreate{
-			kind: kindFloatingIP, collection: "floatingips", name: name, tags: ClusterTags(r.inv.names.cluster),
-			create: func(ctx context.Context) (string, error) {
-				var err error
-				f, err = floatingips.Create(ctx, r.c.network, floatingips.CreateOpts{
-					Description: name, FloatingNetworkID: r.inv.external, PortID: r.inv.ports[name].ID,
+		cluster := r.inv.names.cluster
+		return store(createOwned(ctx, r.c, neutronCreate[floatingips.FloatingIP]{
+			lookup: r.c.fipLookup(cluster, name),
+			create: func(ctx context.Context) (*floatingips.FloatingIP, error) {
+				return floatingips.Create(ctx, r.c.network, floatingips.CreateOpts{
+					Description: ownerDescription(cluster, name), FloatingNetworkID: r.inv.external, PortID: r.inv.ports[name].ID,
 				}).Extract()
-				if err != nil {
-					return "", err
-				}
-				return f.ID, nil
 			},
 			del: r.c.deleteFloatingIP,
-		})
-		return store(f, err)
+		}, cluster))
 	})
 }
 

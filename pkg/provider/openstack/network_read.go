@@ -20,6 +20,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
 	"github.com/gophercloud/gophercloud/v2/pagination"
 
+	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/provider"
 )
 
@@ -47,7 +48,8 @@ type netInventory struct {
 	iface    bool                               // the router has an interface on the subnet
 	ports    map[string]*ports.Port             // desired ports (reserved and machines) by name
 	orphans  []ports.Port                       // unbound owned machine ports of undesired machines without a server
-	fips     map[string]*floatingips.FloatingIP // by description
+	fips     map[string]*floatingips.FloatingIP // by name (their description without the marker)
+	untagged []untagged                         // owned by description, to be tagged
 }
 
 // readNetwork makes every read the reconcile needs, in a constant number of
@@ -64,23 +66,19 @@ func (c *Cloud) readNetwork(ctx context.Context, spec provider.NetworkSpec) (*ne
 	if inv.external, err = c.externalNetwork(ctx, cfg.OpenStack.ExternalNet); err != nil {
 		return nil, err
 	}
-	if inv.sg, err = findOwned(ctx, kindSecurityGroup, n.sg, cfg.Name, groups.List(c.network, groups.ListOpts{Name: n.sg}), groups.ExtractGroups,
-		func(g groups.SecGroup) (string, []string) { return g.ID, g.Tags }); err != nil {
+	if inv.sg, err = findOwned(ctx, inv, c.sgLookup(n)); err != nil {
 		return nil, err
 	}
-	if inv.net, err = findOwned(ctx, kindNetwork, n.net, cfg.Name, networks.List(c.network, networks.ListOpts{Name: n.net}), extractNetworks,
-		func(x network) (string, []string) { return x.ID, x.Tags }); err != nil {
+	if inv.net, err = findOwned(ctx, inv, c.netLookup(n)); err != nil {
 		return nil, err
 	}
-	if inv.subnet, err = findOwned(ctx, kindSubnet, n.subnet, cfg.Name, subnets.List(c.network, subnets.ListOpts{Name: n.subnet}), subnets.ExtractSubnets,
-		func(s subnets.Subnet) (string, []string) { return s.ID, s.Tags }); err != nil {
+	if inv.subnet, err = findOwned(ctx, inv, c.subnetLookup(n)); err != nil {
 		return nil, err
 	}
 	if err := inv.checkSubnet(); err != nil {
 		return nil, err
 	}
-	if inv.router, err = findOwned(ctx, kindRouter, n.router, cfg.Name, routers.List(c.network, routers.ListOpts{Name: n.router}), routers.ExtractRouters,
-		func(r routers.Router) (string, []string) { return r.ID, r.Tags }); err != nil {
+	if inv.router, err = findOwned(ctx, inv, c.routerLookup(n)); err != nil {
 		return nil, err
 	}
 	if err := c.readPorts(ctx, inv, spec.Machines); err != nil {
@@ -93,14 +91,38 @@ func (c *Cloud) readNetwork(ctx context.Context, spec provider.NetworkSpec) (*ne
 // (reference I-9).
 func (inv *netInventory) checkSubnet() error {
 	sn := inv.subnet
-	switch {
-	case sn == nil:
-		return nil
-	case inv.net == nil || sn.NetworkID != inv.net.ID:
+	if sn != nil && (inv.net == nil || sn.NetworkID != inv.net.ID) {
 		return fmt.Errorf("subnet %s (%s) is not on network %s: delete the subnet, or destroy and recreate the cluster", sn.Name, sn.ID, inv.names.net)
-	case sn.CIDR != inv.cidr.String():
+	}
+	return inv.checkCIDR()
+}
+
+// checkCIDR refuses a cluster subnet whose cidr is not network.cluster.cidr.
+func (inv *netInventory) checkCIDR() error {
+	if sn := inv.subnet; sn != nil && sn.CIDR != inv.cidr.String() {
 		return fmt.Errorf("network.cluster.cidr is %s but subnet %s (%s) has %s, and Neutron cannot change a subnet's cidr: revert network.cluster.cidr, or destroy and recreate the cluster",
 			inv.cidr, sn.Name, sn.ID, sn.CIDR)
+	}
+	return nil
+}
+
+// validateSubnet is the whole-run validation's part of checkCIDR: it runs
+// before the first phase mutates anything (audit S10). It reads only the
+// cluster's owned subnets; refusing an unowned same-named one is the
+// network phase's.
+func (c *Cloud) validateSubnet(ctx context.Context, cluster *config.Cluster) error {
+	n := namesOf(cluster.Name)
+	list, err := c.subnetLookup(n).list(ctx)
+	if err != nil {
+		return wrap(err, "list subnets named %s", n.subnet)
+	}
+	for _, sn := range list {
+		if Owned(sn.Tags, n.cluster) || describedOwned(sn.Description, n.cluster) {
+			inv := &netInventory{names: n, cidr: cluster.Network.Cluster.CIDR, subnet: &sn}
+			if err := inv.checkCIDR(); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -115,34 +137,47 @@ func (c *Cloud) readPorts(ctx context.Context, inv *netInventory, machines []pro
 	if err != nil {
 		return wrap(err, "list ports of network %s", inv.names.net)
 	}
-	desired := []string{inv.names.kubeapi, inv.names.ingress}
+	cluster := inv.names.cluster
+	desired := []portWant{{name: inv.names.kubeapi, tags: ClusterTags(cluster)}, {name: inv.names.ingress, tags: ClusterTags(cluster)}}
 	for _, m := range machines {
-		desired = append(desired, m.Hostname)
+		desired = append(desired, portWant{name: m.Hostname, tags: machineTags(m, cluster)})
+	}
+	isDesired := func(p ports.Port) bool {
+		return slices.ContainsFunc(desired, func(w portWant) bool { return w.name == p.Name })
 	}
 	byName := map[string][]ports.Port{}
 	for _, p := range all {
 		switch {
 		case p.DeviceOwner == ownerRouterInterface:
 			inv.iface = inv.iface || (inv.router != nil && p.DeviceID == inv.router.ID && inv.subnet != nil && onSubnet(p, inv.subnet.ID))
-		case slices.Contains(desired, p.Name):
+		case isDesired(p):
 			byName[p.Name] = append(byName[p.Name], p)
-		case p.DeviceID == "" && Owned(p.Tags, inv.names.cluster) && slices.ContainsFunc(p.Tags, func(t string) bool { return strings.HasPrefix(t, RoleTag("")) }):
+		case p.DeviceID == "" && machinePortOwned(p, cluster):
 			inv.orphans = append(inv.orphans, p)
 		}
 	}
 	if err := c.keepServedPorts(ctx, inv); err != nil {
 		return err
 	}
-	for _, name := range desired {
-		p, err := pickOwned(kindPort, name, inv.names.cluster, byName[name], func(p ports.Port) (string, []string) { return p.ID, p.Tags })
+	for _, w := range desired {
+		p, err := pickOwned(inv, c.portLookup(inv.net.ID, w.name, w.tags), byName[w.name])
 		if err != nil {
 			return err
 		}
 		if p != nil {
-			inv.ports[name] = p
+			inv.ports[w.name] = p
 		}
 	}
 	return nil
+}
+
+// machinePortOwned reports a machine port of cluster: tagged with a role,
+// or carrying the description marker (a run ended before tagging it).
+func machinePortOwned(p ports.Port, cluster string) bool {
+	if describedOwned(p.Description, cluster) && !Owned(p.Tags, cluster) {
+		return true
+	}
+	return Owned(p.Tags, cluster) && slices.ContainsFunc(p.Tags, func(t string) bool { return strings.HasPrefix(t, RoleTag("")) })
 }
 
 // keepServedPorts drops from the orphans every port named after an owned
@@ -164,16 +199,19 @@ func (c *Cloud) keepServedPorts(ctx context.Context, inv *netInventory) error {
 	return nil
 }
 
-// readFloatingIPs finds the two floating IPs by description in one call.
+// readFloatingIPs finds the two floating IPs by description in one call:
+// a floating IP has no name, so its description is its name followed by
+// the ownership marker (the reference's, without the marker, is accepted
+// from runs before the marker).
 func (c *Cloud) readFloatingIPs(ctx context.Context, inv *netInventory) error {
 	names := []string{inv.names.kubeapi, inv.names.ingress}
-	all, err := listAll(ctx, floatingips.List(c.network, describedAs(names)), floatingips.ExtractFloatingIPs)
+	all, err := c.fipsDescribed(ctx, inv.names.cluster, names...)
 	if err != nil {
 		return wrap(err, "list floating ips described %s", strings.Join(names, " or "))
 	}
 	for _, name := range names {
-		mine := slices.DeleteFunc(slices.Clone(all), func(f floatingips.FloatingIP) bool { return f.Description != name })
-		f, err := pickOwned(kindFloatingIP, name, inv.names.cluster, mine, func(f floatingips.FloatingIP) (string, []string) { return f.ID, f.Tags })
+		mine := slices.DeleteFunc(slices.Clone(all), func(f floatingips.FloatingIP) bool { return baseDescription(f.Description, inv.names.cluster) != name })
+		f, err := pickOwned(inv, c.fipLookup(inv.names.cluster, name), mine)
 		if err != nil {
 			return err
 		}
@@ -211,36 +249,47 @@ func (c *Cloud) externalNetwork(ctx context.Context, name string) (string, error
 	return "", fmt.Errorf("openstack.external_net %q: %d external networks have that name; Neutron names are not unique, ask the cloud's operators which one to use", name, len(nets))
 }
 
-// findOwned lists candidates by name and picks the owned one (see pickOwned).
-func findOwned[T any](ctx context.Context, kind, name, cluster string, pager pagination.Pager, extract func(pagination.Page) ([]T, error), idTags func(T) (string, []string)) (*T, error) {
-	found, err := listAll(ctx, pager, extract)
+// findOwned lists l's candidates and picks the owned one (see pickOwned).
+func findOwned[T any](ctx context.Context, inv *netInventory, l lookup[T]) (*T, error) {
+	found, err := l.list(ctx)
 	if err != nil {
-		return nil, wrap(err, "list %ss named %s", kindWord(kind), name)
+		return nil, wrap(err, "list %ss named %s", kindWord(l.kind), l.name)
 	}
-	return pickOwned(kind, name, cluster, found, idTags)
+	return pickOwned(inv, l, found)
 }
 
 // pickOwned returns the one owned resource among same-named candidates,
 // nil when there is none, and refuses an unowned one (reference I-F1) or
-// several owned ones (Neutron names are not unique).
-func pickOwned[T any](kind, name, cluster string, found []T, idTags func(T) (string, []string)) (*T, error) {
+// several owned ones (Neutron names are not unique). A resource carrying
+// the cluster's description marker without its tags is owned: a run ended
+// between creating and tagging it; it is noted in inv.untagged, for the
+// reconcile to finish.
+func pickOwned[T any](inv *netInventory, l lookup[T], found []T) (*T, error) {
+	cluster := inv.names.cluster
 	var mine []T
 	var owned, foreign []string
+	var half []bool
 	for _, x := range found {
-		id, tags := idTags(x)
-		if Owned(tags, cluster) {
-			mine, owned = append(mine, x), append(owned, id)
-		} else {
-			foreign = append(foreign, id)
+		a := l.attrs(x)
+		switch {
+		case Owned(a.tags, cluster):
+			mine, owned, half = append(mine, x), append(owned, a.id), append(half, false)
+		case describedOwned(a.desc, cluster):
+			mine, owned, half = append(mine, x), append(owned, a.id), append(half, true)
+		default:
+			foreign = append(foreign, a.id)
 		}
 	}
 	switch {
 	case len(mine) == 1:
+		if half[0] {
+			inv.untagged = append(inv.untagged, untagged{kind: l.kind, collection: l.collection, name: l.name, id: owned[0], tags: l.tags})
+		}
 		return &mine[0], nil
 	case len(mine) > 1:
-		return nil, fmt.Errorf("%d owned %ss are named %s (%s): delete all but one", len(mine), kindWord(kind), name, strings.Join(owned, ", "))
+		return nil, fmt.Errorf("%d owned %ss are named %s (%s): delete all but one", len(mine), kindWord(l.kind), l.name, strings.Join(owned, ", "))
 	case len(foreign) > 0:
-		return nil, fmt.Errorf("refusing to adopt unowned %s %s (%s): it lacks the ownership tags %s and %s", kindWord(kind), name, foreign[0], TagManagedBy, ClusterTag(cluster))
+		return nil, fmt.Errorf("refusing to adopt unowned %s %s (%s): it lacks the ownership tags %s and %s", kindWord(l.kind), l.name, foreign[0], TagManagedBy, ClusterTag(cluster))
 	}
 	return nil, nil
 }

@@ -2,6 +2,7 @@ package openstack
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -131,19 +132,14 @@ func (r *netReconciler) securityGroup(ctx context.Context) error {
 	}
 	n := r.inv.names
 	return r.plan.Do(ctx, state.Change{Action: state.ActionCreate, Kind: kindSecurityGroup, Name: n.sg}, func(ctx context.Context) error {
-		var g *groups.SecGroup
-		err := r.c.createOwned(ctx, neutronCreate{
-			kind: kindSecurityGroup, collection: "security-groups", name: n.sg, tags: ClusterTags(n.cluster),
-			create: func(ctx context.Context) (string, error) {
-				var err error
-				g, err = groups.Create(ctx, r.c.network, groups.CreateOpts{Name: n.sg, Description: n.cluster + " kubernetes cluster security group"}).Extract()
-				if err != nil {
-					return "", err
-				}
-				return g.ID, nil
+		g, err := createOwned(ctx, r.c, neutronCreate[groups.SecGroup]{
+			lookup: r.c.sgLookup(n),
+			create: func(ctx context.Context) (*groups.SecGroup, error) {
+				desc := ownerDescription(n.cluster, n.cluster+" kubernetes cluster security group")
+				return groups.Create(ctx, r.c.network, groups.CreateOpts{Name: n.sg, Description: desc}).Extract()
 			},
 			del: r.c.deleteSecurityGroup,
-		})
+		}, n.cluster)
 		if err == nil {
 			r.inv.sg = g
 		}
@@ -194,7 +190,10 @@ func (r *netReconciler) rules(ctx context.Context) error {
 }
 
 // createRule adds the ingress rule k to the group sg. "Every port" is sent
-// as no range, which Neutron stores as null.
+// as no range, which Neutron stores as null. A rule has no name and no
+// tags: when the answer of its create is lost (or Neutron answers that it
+// exists), the group's rules are read, and the rule is there or is
+// created again.
 func (c *Cloud) createRule(ctx context.Context, sg string, k ruleKey) error {
 	opts := rules.CreateOpts{
 		Direction: rules.DirIngress, EtherType: rules.RuleEtherType(k.ether), SecGroupID: sg, Protocol: rules.RuleProtocol(k.proto),
@@ -203,8 +202,23 @@ func (c *Cloud) createRule(ctx context.Context, sg string, k ruleKey) error {
 	if k.remoteGroup == groupSelf {
 		opts.RemoteGroupID = sg
 	}
-	_, err := rules.Create(ctx, c.network, opts).Extract()
-	return err
+	for attempt := 1; ; attempt++ {
+		_, err := rules.Create(ctx, c.network, opts).Extract()
+		if err == nil || (!maybeApplied(err) && !isConflict(err)) || ctx.Err() != nil {
+			return err
+		}
+		have, lerr := listAll(ctx, rules.List(c.network, rules.ListOpts{SecGroupID: sg, Direction: string(rules.DirIngress)}), rules.ExtractRules)
+		if lerr != nil {
+			return errors.Join(err, wrap(lerr, "find out whether the rule %s was created after all", k.describe(sg)))
+		}
+		if slices.ContainsFunc(have, func(r rules.SecGroupRule) bool { return normalRule(r, sg) == k }) {
+			return nil
+		}
+		if isConflict(err) || attempt == createAttempts {
+			return err
+		}
+		c.opts.Logf("openstack: create rule %s: %v; it was not made: creating it again (%d of %d)", k.describe(sg), err, attempt+1, createAttempts)
+	}
 }
 
 func (c *Cloud) deleteRule(ctx context.Context, id string) error {

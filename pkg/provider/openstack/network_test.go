@@ -2,6 +2,7 @@ package openstack_test
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
+	gocmp "github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/gophercloud/gophercloud/v2"
 	gos "github.com/gophercloud/gophercloud/v2/openstack"
@@ -34,10 +35,11 @@ type netCluster struct {
 	mtu     string // network.cluster.mtu, "" for the default
 	dns     string // network.dns
 	kubeSrc string // the kubernetes rule's host
+	cidr    string // network.cluster.cidr, "" for 127.16.0.0/24
 }
 
 func (n netCluster) yaml(url, region string) string {
-	mtu := ""
+	mtu, cidr := "", cmp.Or(n.cidr, "127.16.0.0/24")
 	if n.mtu != "" {
 		mtu = "\n    mtu: " + n.mtu
 	}
@@ -64,7 +66,7 @@ openstack:
   region: %s
 network:
   cluster:
-    cidr: 127.16.0.0/24%s
+    cidr: %s%s
   dns: %s
   ntp: [127.0.0.123]
 security:
@@ -72,7 +74,7 @@ security:
     lab: %s
   talos:
     lab: 127.0.0.0/8
-`, n.workers, url, region, mtu, n.dns, n.kubeSrc)
+`, n.workers, url, region, cidr, mtu, n.dns, n.kubeSrc)
 }
 
 // netLab is a lab OpenStack, a cluster directory and a connected Cloud.
@@ -123,7 +125,10 @@ func newNetLab(t *testing.T, cfg labos.Config, o openstack.Options, c netCluster
 	}
 	l := &netLab{lab: lab, rec: cfg.Recorder, dir: t.TempDir(), cred: cred, logs: &syncBuffer{}}
 	l.configure(t, c)
-	o.Poll, o.RequestTimeout, o.Logf = 20*time.Millisecond, 5*time.Second, l.logs.printf
+	o.Poll, o.Logf = 20*time.Millisecond, l.logs.printf
+	if o.RequestTimeout == 0 {
+		o.RequestTimeout = 5 * time.Second
+	}
 	if l.cloud, err = openstack.Connect(t.Context(), l.spec.Cluster, o); err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +194,7 @@ func TestReconcileNetwork_BuildsFromNothing(t *testing.T) {
 	res, changes := l.reconcile(t, false)
 
 	want := map[string]int{"networks": 1, "subnets": 1, "routers": 1, "ports": 7, "floatingips": 2, "security_groups": 1}
-	if diff := cmp.Diff(want, l.owned()); diff != "" {
+	if diff := gocmp.Diff(want, l.owned()); diff != "" {
 		t.Errorf("owned resources (-want +got):\n%s", diff)
 	}
 	var rules int
@@ -225,7 +230,8 @@ func TestReconcileNetwork_BuildsFromNothing(t *testing.T) {
 	inv := l.lab.Inventory()
 	assoc := map[string]string{}
 	for _, f := range inv.FloatingIPs {
-		assoc[f.Description] = f.PortID
+		name, _, _ := strings.Cut(f.Description, " ")
+		assoc[name] = f.PortID
 	}
 	if assoc["c-kubeapi"] != res.Kubernetes.Reserved || assoc["c-ingress"] != res.Ingress.Reserved {
 		t.Errorf("floating ips point at %v, want the reserved ports %s and %s", assoc, res.Kubernetes.Reserved, res.Ingress.Reserved)
@@ -247,7 +253,7 @@ func TestReconcileNetwork_BuildsFromNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(res, cur, equateAddr); diff != "" {
+	if diff := gocmp.Diff(res, cur, equateAddr); diff != "" {
 		t.Errorf("CurrentNetwork differs from the reconcile's result (-reconcile +current):\n%s", diff)
 	}
 }
@@ -272,7 +278,7 @@ func TestReconcileNetwork_SecondRunChangesNothing(t *testing.T) {
 			if len(calls) > 8 {
 				t.Errorf("no-op reconcile of %d machines made %d calls, want at most 8", workers+3, len(calls))
 			}
-			if diff := cmp.Diff(first, second, equateAddr); diff != "" {
+			if diff := gocmp.Diff(first, second, equateAddr); diff != "" {
 				t.Errorf("results differ (-first +second):\n%s", diff)
 			}
 		})
@@ -288,7 +294,7 @@ func TestReconcileNetwork_DNSChangeUpdatesTheSubnetInPlace(t *testing.T) {
 	l.rec.Reset()
 	_, changes := l.reconcile(t, false)
 	want := []state.Change{{Action: state.ActionUpdate, Kind: "openstack:subnet", Name: "c-subnet", Detail: "dns 127.0.0.53 -> 127.0.0.54,127.0.0.55"}}
-	if diff := cmp.Diff(want, changes); diff != "" {
+	if diff := gocmp.Diff(want, changes); diff != "" {
 		t.Errorf("changes (-want +got):\n%s", diff)
 	}
 	if got := neutronMutations(l.rec); len(got) != 1 || !strings.HasPrefix(got[0], "PUT /v2.0/subnets/") {
@@ -308,7 +314,7 @@ func TestReconcileNetwork_RuleChangeAddsBeforeDeleting(t *testing.T) {
 		{Action: state.ActionCreate, Kind: "openstack:security-group-rule", Name: "tcp/6443 from 127.1.0.0/16"},
 		{Action: state.ActionDelete, Kind: "openstack:security-group-rule", Name: "tcp/6443 from 127.0.0.0/8"},
 	}
-	if diff := cmp.Diff(want, changes); diff != "" {
+	if diff := gocmp.Diff(want, changes); diff != "" {
 		t.Errorf("changes (-want +got):\n%s", diff)
 	}
 	got := neutronMutations(l.rec)
@@ -323,19 +329,19 @@ func TestReconcileNetwork_DryRunPlansWhatARunDoes(t *testing.T) {
 	if m := planned.rec.Mutations(); len(m) != 0 {
 		t.Errorf("dry run made %d mutating calls: %v", len(m), m)
 	}
-	if diff := cmp.Diff(&provider.NetworkResult{Machines: res.Machines}, res, equateAddr); diff != "" || res.Machines[0].Attachment != "" {
+	if diff := gocmp.Diff(&provider.NetworkResult{Machines: res.Machines}, res, equateAddr); diff != "" || res.Machines[0].Attachment != "" {
 		t.Errorf("dry run on an empty cloud returned ids:\n%s", diff)
 	}
 	applied := newNetLab(t, labos.Config{}, openstack.Options{}, defaultNet)
 	_, real := applied.reconcile(t, false)
-	if diff := cmp.Diff(real, dry); diff != "" {
+	if diff := gocmp.Diff(real, dry); diff != "" {
 		t.Errorf("dry run plan differs from the real run's changes (-real +dry):\n%s", diff)
 	}
 }
 
 func TestReconcileNetwork_RefusesUnownedNetworkBeforeAnyChange(t *testing.T) {
 	l := newNetLab(t, labos.Config{}, openstack.Options{}, defaultNet)
-	l.createForeignNetwork(t, "c-net")
+	l.createForeignNetwork(t, "c-net", "")
 	l.rec.Reset()
 	_, err := l.cloud.ReconcileNetwork(t.Context(), l.spec, &provider.Plan{})
 	if err == nil || !strings.Contains(err.Error(), "refusing to adopt unowned network c-net (") ||
@@ -349,7 +355,7 @@ func TestReconcileNetwork_RefusesUnownedNetworkBeforeAnyChange(t *testing.T) {
 
 // createForeignNetwork creates an untagged network as another user of the
 // project would.
-func (l *netLab) createForeignNetwork(t *testing.T, name string) {
+func (l *netLab) createForeignNetwork(t *testing.T, name, description string) {
 	t.Helper()
 	pc, err := gos.AuthenticatedClient(t.Context(), gophercloud.AuthOptions{
 		IdentityEndpoint: l.lab.AuthURL(), Username: "demo", Password: labos.DefaultPassword, DomainName: "Default",
@@ -362,7 +368,7 @@ func (l *netLab) createForeignNetwork(t *testing.T, name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := networks.Create(t.Context(), nc, networks.CreateOpts{Name: name}).Extract(); err != nil {
+	if _, err := networks.Create(t.Context(), nc, networks.CreateOpts{Name: name, Description: description}).Extract(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -376,7 +382,7 @@ func TestReconcileNetwork_AddingAWorkerAddsOnePort(t *testing.T) {
 	l.rec.Reset()
 	res, changes := l.reconcile(t, false)
 	want := []state.Change{{Action: state.ActionCreate, Kind: "openstack:port", Name: "c-worker-03", Detail: "pair ingress VIP"}}
-	if diff := cmp.Diff(want, changes); diff != "" {
+	if diff := gocmp.Diff(want, changes); diff != "" {
 		t.Errorf("changes (-want +got):\n%s", diff)
 	}
 	if last := res.Machines[len(res.Machines)-1]; last.Hostname != "c-worker-03" || last.Attachment == "" {
@@ -395,7 +401,7 @@ func TestReconcileNetwork_ReclaimsOrphanPortsWithoutServer(t *testing.T) {
 	l.configure(t, c)
 	_, changes := l.reconcile(t, false)
 	want := []state.Change{{Action: state.ActionDelete, Kind: "openstack:port", Name: "c-worker-02"}}
-	if diff := cmp.Diff(want, changes); diff != "" {
+	if diff := gocmp.Diff(want, changes); diff != "" {
 		t.Errorf("changes (-want +got):\n%s", diff)
 	}
 	// 2 reserved, 3 control planes, 1 worker.
@@ -415,7 +421,7 @@ func TestDestroyNetwork_LeavesNothingOwned(t *testing.T) {
 	if err := l.cloud.DestroyNetwork(t.Context(), l.spec.Cluster, plan); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(plan.Changes(), dry.Changes()); diff != "" {
+	if diff := gocmp.Diff(plan.Changes(), dry.Changes()); diff != "" {
 		t.Errorf("destroy plan differs from destroy (-real +dry):\n%s", diff)
 	}
 	if got := l.owned(); len(got) != 0 {

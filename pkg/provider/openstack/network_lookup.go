@@ -1,0 +1,95 @@
+package openstack
+
+import (
+	"context"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
+)
+
+// The lookups of the cluster's Neutron resources: each lists the
+// same-named candidates (floating IPs: the same-described ones) in one
+// call, for the reads and for settling a create whose answer was lost.
+
+func (c *Cloud) sgLookup(n netNames) lookup[groups.SecGroup] {
+	return lookup[groups.SecGroup]{
+		kind: kindSecurityGroup, collection: "security-groups", name: n.sg, tags: ClusterTags(n.cluster),
+		attrs: sgAttrs,
+		list: func(ctx context.Context) ([]groups.SecGroup, error) {
+			return listAll(ctx, groups.List(c.network, groups.ListOpts{Name: n.sg}), groups.ExtractGroups)
+		},
+	}
+}
+
+func (c *Cloud) netLookup(n netNames) lookup[network] {
+	return lookup[network]{
+		kind: kindNetwork, collection: "networks", name: n.net, tags: ClusterTags(n.cluster),
+		attrs: netAttrs,
+		list: func(ctx context.Context) ([]network, error) {
+			return listAll(ctx, networks.List(c.network, networks.ListOpts{Name: n.net}), extractNetworks)
+		},
+	}
+}
+
+func (c *Cloud) subnetLookup(n netNames) lookup[subnets.Subnet] {
+	return lookup[subnets.Subnet]{
+		kind: kindSubnet, collection: "subnets", name: n.subnet, tags: ClusterTags(n.cluster),
+		attrs: subnetAttrs,
+		list: func(ctx context.Context) ([]subnets.Subnet, error) {
+			return listAll(ctx, subnets.List(c.network, subnets.ListOpts{Name: n.subnet}), subnets.ExtractSubnets)
+		},
+	}
+}
+
+func (c *Cloud) routerLookup(n netNames) lookup[routers.Router] {
+	return lookup[routers.Router]{
+		kind: kindRouter, collection: "routers", name: n.router, tags: ClusterTags(n.cluster),
+		attrs: routerAttrs,
+		list: func(ctx context.Context) ([]routers.Router, error) {
+			return listAll(ctx, routers.List(c.network, routers.ListOpts{Name: n.router}), routers.ExtractRouters)
+		},
+	}
+}
+
+// portLookup is the port name on network, tagged tags.
+func (c *Cloud) portLookup(network, name string, tags []string) lookup[ports.Port] {
+	return lookup[ports.Port]{
+		kind: kindPort, collection: "ports", name: name, tags: tags,
+		attrs: portAttrs,
+		list: func(ctx context.Context) ([]ports.Port, error) {
+			return listAll(ctx, ports.List(c.network, ports.ListOpts{NetworkID: network, Name: name}), ports.ExtractPorts)
+		},
+	}
+}
+
+// fipLookup is the floating IP name of cluster.
+func (c *Cloud) fipLookup(cluster, name string) lookup[floatingips.FloatingIP] {
+	return lookup[floatingips.FloatingIP]{
+		kind: kindFloatingIP, collection: "floatingips", name: name, tags: ClusterTags(cluster),
+		attrs: fipAttrs,
+		list: func(ctx context.Context) ([]floatingips.FloatingIP, error) {
+			return c.fipsDescribed(ctx, cluster, name)
+		},
+	}
+}
+
+// fipsDescribed lists the floating IPs described as any of names, with or
+// without the ownership marker.
+func (c *Cloud) fipsDescribed(ctx context.Context, cluster string, names ...string) ([]floatingips.FloatingIP, error) {
+	var d describedAs
+	for _, n := range names {
+		d = append(d, n, ownerDescription(cluster, n))
+	}
+	return listAll(ctx, floatingips.List(c.network, d), floatingips.ExtractFloatingIPs)
+}
+
+func sgAttrs(x groups.SecGroup) attrs         { return attrs{x.ID, x.Description, x.Tags} }
+func netAttrs(x network) attrs                { return attrs{x.ID, x.Description, x.Tags} }
+func subnetAttrs(x subnets.Subnet) attrs      { return attrs{x.ID, x.Description, x.Tags} }
+func routerAttrs(x routers.Router) attrs      { return attrs{x.ID, x.Description, x.Tags} }
+func portAttrs(x ports.Port) attrs            { return attrs{x.ID, x.Description, x.Tags} }
+func fipAttrs(x floatingips.FloatingIP) attrs { return attrs{x.ID, x.Description, x.Tags} }
