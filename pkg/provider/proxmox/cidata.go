@@ -5,22 +5,16 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"io"
 	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
-	"syscall"
-	"time"
 
 	"github.com/diskfs/go-diskfs/backend/file"
 	"github.com/diskfs/go-diskfs/filesystem/iso9660"
 	goproxmox "github.com/luthermonson/go-proxmox"
 
 	"github.com/talosc/talosc/pkg/config"
-	"github.com/talosc/talosc/pkg/ctxwait"
 )
 
 // cidataLabel is the volume label NoCloud looks for.
@@ -97,43 +91,26 @@ func buildCidata(hostname string, userData []byte) ([]byte, error) {
 }
 
 // uploadCidata uploads a machine's NoCloud ISO to cidata_storage on node
-// and waits for the copy.
+// and waits for the copy. An upload overwrites, so one whose answer was
+// lost, or that failed transiently, is simply sent again.
 func (c *Cloud) uploadCidata(ctx context.Context, cluster *config.Cluster, node, hostname string, userData []byte) error {
 	iso, err := buildCidata(hostname, userData)
 	if err != nil {
 		return err
 	}
 	st := cidataStorage(cluster)
-	var upid goproxmox.UPID
-	path := fmt.Sprintf("/nodes/%s/storage/%s/upload", url.PathEscape(node), url.PathEscape(st))
-	// go-proxmox's upload takes no context; the HTTP client's timeout
-	// (Options.RequestTimeout) bounds it. Its streamed body cannot be
-	// replayed by the retrying transport, but the ISO is in memory and an
-	// upload under the same name overwrites (pve-storage's upload: "we
-	// simply overwrite the destination file if it already exists"), so a
-	// transient failure is retried here.
-	for attempt := 0; ; attempt++ {
-		err = c.client.UploadReader(path, map[string]string{"content": "iso"}, CidataFile(cluster.Name, hostname), bytes.NewReader(iso), int64(len(iso)), &upid)
-		if err == nil || attempt == retries || !transientUpload(err) {
-			break
+	what := fmt.Sprintf("upload the cidata ISO of %s to %s on %s", hostname, st, node)
+	err = c.settle(ctx, what, func(ctx context.Context) error {
+		upid, err := c.upload(ctx, node, st, CidataFile(cluster.Name, hostname), bytes.NewReader(iso), int64(len(iso)))
+		if err != nil {
+			return err
 		}
-		c.opts.Logf("proxmox: upload of the cidata ISO of %s: %v; retrying (%d of %d)", hostname, err, attempt+1, retries)
-		if serr := ctxwait.Sleep(ctx, time.Duration(250<<attempt)*time.Millisecond); serr != nil {
-			return serr
-		}
-	}
+		return c.wait(ctx, what, goproxmox.NewTask(upid, c.client))
+	}, func(context.Context) (bool, error) { return false, nil })
 	if err != nil {
-		return fmt.Errorf("upload the cidata ISO to %s on %s (proxmox.cidata_storage): %w", st, node, err)
+		return fmt.Errorf("%s (proxmox.cidata_storage): %w", what, err)
 	}
-	return c.wait(ctx, "upload the cidata ISO to "+st+" on "+node, goproxmox.NewTask(upid, c.client))
-}
-
-// transientUpload reports an upload failure worth another attempt: a
-// gateway or availability answer, or a connection that broke.
-func transientUpload(err error) bool {
-	msg := err.Error()
-	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		strings.Contains(msg, "502 ") || strings.Contains(msg, "503 ") || strings.Contains(msg, "504 ")
+	return nil
 }
 
 // deleteCidata removes a machine's NoCloud ISO from cidata_storage on

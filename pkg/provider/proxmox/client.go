@@ -1,8 +1,3 @@
-// Package proxmox is talosc's Proxmox VE provider (reference §5.3): the
-// boot ISO on iso_storage, the VMs of pool taloscluster-<name> with their
-// cidata ISOs, per-VM firewalls, and the cluster network (a bridge or VNet
-// it attaches to, or a managed EVPN SDN it creates), found by pool, pool
-// comment and tags. It implements provider.Cloud through go-proxmox.
 package proxmox
 
 import (
@@ -81,6 +76,9 @@ type Cloud struct {
 	// cluster is the configuration the Cloud was opened for.
 	cluster *config.Cluster
 	client  *goproxmox.Client
+	// hc and base send what go-proxmox cannot bound by a context (upload.go).
+	hc   *http.Client
+	base string
 	// pre caches Preflight's Environment (preflight.go).
 	pre preflightCache
 	// configs caches the VM configs read in this run (vmconfig.go).
@@ -105,7 +103,7 @@ func Connect(ctx context.Context, cfg *config.Cluster, o Options) (*Cloud, error
 		return nil, err
 	}
 	base := strings.TrimSuffix(strings.TrimSuffix(px.URL, "/"), "/api2/json") + "/api2/json"
-	c := &Cloud{opts: o, url: px.URL, cluster: cfg, client: goproxmox.NewClient(base,
+	c := &Cloud{opts: o, url: px.URL, cluster: cfg, hc: hc, base: base, client: goproxmox.NewClient(base,
 		goproxmox.WithHTTPClient(hc),
 		goproxmox.WithAPIToken(string(px.TokenID), string(px.TokenSecret)),
 		goproxmox.WithUserAgent("talosc"),

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -170,7 +171,12 @@ func (c *Cloud) placeJobs(ctx context.Context, cluster *config.Cluster, specs []
 		id := PoolID(cluster.Name)
 		change := state.Change{Action: state.ActionCreate, Kind: KindPool, Name: id, Detail: "comment " + PoolComment(cluster.Name)}
 		if err := plan.Do(ctx, change, func(ctx context.Context) error {
-			err := c.client.Post(ctx, "/pools", map[string]string{"poolid": id, "comment": PoolComment(cluster.Name)}, nil)
+			err := c.settle(ctx, "create pool "+id, func(ctx context.Context) error {
+				return c.client.Post(ctx, "/pools", map[string]string{"poolid": id, "comment": PoolComment(cluster.Name)}, nil)
+			}, func(ctx context.Context) (bool, error) {
+				p, err := c.ownedPool(ctx, cluster.Name)
+				return p != nil, err
+			})
 			if err != nil {
 				return fmt.Errorf("create the Proxmox pool (needs Pool.Allocate on /): %w", err)
 			}
@@ -216,28 +222,42 @@ func vmConfig(cluster *config.Cluster, j vmJob, vmid int) map[string]any {
 }
 
 // createVM uploads the machine's cidata ISO, allocates a VMID and creates
-// the VM, waiting for the task; the ISO is removed again when the create
-// fails. alloc serialises VMID allocation with the create request, which
-// reserves the VMID, so concurrent creates never pick the same one.
+// the VM, waiting for the task. When the upload or the create fails,
+// Ctrl-C included, the ISO is removed again (within the request timeout)
+// unless a VM of ours exists or may exist: the next run adopts that VM,
+// which boots from this ISO.
 func (c *Cloud) createVM(ctx context.Context, cluster *config.Cluster, j vmJob, alloc *sync.Mutex) (int, error) {
 	if j.spec.Image.ID == "" {
 		return 0, errors.New("no boot ISO volume: the image phase did not provide one")
 	}
 	host := j.spec.Machine.Hostname
-	if err := c.uploadCidata(ctx, cluster, j.node, host, j.spec.Config); err != nil {
-		return 0, err
-	}
-	vmid, err := c.postVM(ctx, cluster, j, alloc)
-	if err != nil {
-		if derr := c.deleteCidata(ctx, cluster, j.node, host); derr != nil {
-			err = errors.Join(err, fmt.Errorf("remove the cidata ISO again: %w", derr))
+	vmid, err := 0, c.uploadCidata(ctx, cluster, j.node, host, j.spec.Config)
+	if err == nil {
+		if vmid, err = c.postVM(ctx, cluster, j, alloc); err == nil {
+			return vmid, nil
 		}
-		return 0, err
 	}
-	return vmid, nil
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.opts.RequestTimeout)
+	defer cancel()
+	if vmid > 0 {
+		ours, oerr := c.vmOwned(cctx, cluster, j.spec.Machine, j.node, vmid)
+		if ours || oerr != nil {
+			return 0, errors.Join(err, oerr)
+		}
+	}
+	if derr := c.deleteCidata(cctx, cluster, j.node, host); derr != nil {
+		err = errors.Join(err, fmt.Errorf("remove the cidata ISO again: %w", derr))
+	}
+	return 0, err
 }
 
-// postVM allocates a VMID and creates the VM on its node.
+// postVM allocates a VMID and creates the VM on its node. A create whose
+// answer was lost is found by its VMID (which only one VM can hold) and
+// adopted when the VM carries the machine's name and talosc's markers,
+// never created again under another VMID. alloc serialises the VMID's
+// allocation with its create (which reserves it), so concurrent creates
+// never pick the same one. It returns the VMID it tried (0 when it never
+// sent the create).
 func (c *Cloud) postVM(ctx context.Context, cluster *config.Cluster, j vmJob, alloc *sync.Mutex) (int, error) {
 	alloc.Lock()
 	var next json.Number
@@ -251,16 +271,56 @@ func (c *Cloud) postVM(ctx context.Context, cluster *config.Cluster, j vmJob, al
 		return 0, fmt.Errorf("allocate a VMID: cluster/nextid answered %q", next)
 	}
 	defer c.configs.forget(j.node, vmid)
+	what := fmt.Sprintf("create VM %d on %s", vmid, j.node)
 	var upid goproxmox.UPID
-	err = c.client.Post(ctx, "/nodes/"+j.node+"/qemu", vmConfig(cluster, j, vmid), &upid)
+	err = c.settle(ctx, what, func(ctx context.Context) error {
+		return c.client.Post(ctx, "/nodes/"+j.node+"/qemu", vmConfig(cluster, j, vmid), &upid)
+	}, func(ctx context.Context) (bool, error) {
+		_, found, err := c.vmConf(ctx, j.node, vmid)
+		return found, err
+	})
 	alloc.Unlock()
 	if err != nil {
-		return 0, fmt.Errorf("create VM %d on %s: %w", vmid, j.node, err)
+		return vmid, fmt.Errorf("create VM %d on %s: %w", vmid, j.node, err)
 	}
-	if err := c.wait(ctx, fmt.Sprintf("create VM %d on %s", vmid, j.node), goproxmox.NewTask(upid, c.client)); err != nil {
-		return 0, err
+	if upid != "" {
+		return vmid, c.wait(ctx, what, goproxmox.NewTask(upid, c.client))
 	}
-	return vmid, nil
+	ours, err := c.vmOwned(ctx, cluster, j.spec.Machine, j.node, vmid)
+	if err == nil && !ours {
+		err = fmt.Errorf("%s: its answer was lost, and VMID %d now holds a VM that is not talosc's %s; rerun to allocate another VMID", what, vmid, j.spec.Machine.Hostname)
+	}
+	return vmid, err
+}
+
+// vmConf reads a VM's config (pending changes applied); found is false
+// when no VM of vmid exists on node.
+func (c *Cloud) vmConf(ctx context.Context, node string, vmid int) (map[string]any, bool, error) {
+	var conf map[string]any
+	err := c.client.Get(ctx, vmPath(node, vmid)+"/config", &conf)
+	switch {
+	case isMissing(err):
+		return nil, false, nil
+	case err != nil:
+		return nil, false, fmt.Errorf("read the config of VM %d on %s: %w", vmid, node, err)
+	}
+	return conf, true, nil
+}
+
+// vmOwned waits for a create task of vmid still running on node, then
+// reports whether the VM exists as machine m's: its name, talosc's
+// description and the cluster's tags, all written by the create itself.
+func (c *Cloud) vmOwned(ctx context.Context, cluster *config.Cluster, m config.Machine, node string, vmid int) (bool, error) {
+	if err := c.awaitTasks(ctx, node, "qmcreate", strconv.Itoa(vmid)); err != nil {
+		return false, err
+	}
+	conf, found, err := c.vmConf(ctx, node, vmid)
+	if err != nil || !found {
+		return false, err
+	}
+	tags := splitTags(fmt.Sprint(conf["tags"]))
+	return fmt.Sprint(conf["name"]) == m.Hostname && fmt.Sprint(conf["description"]) == PoolComment(cluster.Name) &&
+		slices.Contains(tags, TagManaged) && slices.Contains(tags, "cluster_"+strings.ToLower(cluster.Name)), nil
 }
 
 // startVM starts a VM (through plan) and waits for the task.
@@ -271,13 +331,43 @@ func (c *Cloud) startVM(ctx context.Context, vm vmTarget, why string, plan *prov
 	})
 }
 
-// power runs a VM power task (start, stop) and waits for it.
+// power runs a VM power task (start, stop, reboot) and waits for it. A
+// request whose answer was lost is judged by the VM's state once the
+// tasks it may have started have ended: running (start), stopped (stop),
+// or running without pending changes (reboot).
 func (c *Cloud) power(ctx context.Context, vm vmTarget, op string) error {
 	defer c.configs.forget(vm.node, vm.vmid) // a start applies pending changes
 	what := fmt.Sprintf("%s VM %d on %s", op, vm.vmid, vm.node)
-	var upid goproxmox.UPID
-	if err := c.client.Post(ctx, vmPath(vm.node, vm.vmid)+"/status/"+op, nil, &upid); err != nil {
-		return fmt.Errorf("%s: %w", what, err)
+	return c.settle(ctx, what, func(ctx context.Context) error {
+		var upid goproxmox.UPID
+		if err := c.client.Post(ctx, vmPath(vm.node, vm.vmid)+"/status/"+op, nil, &upid); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		return c.wait(ctx, what, goproxmox.NewTask(upid, c.client))
+	}, func(ctx context.Context) (bool, error) {
+		if err := c.awaitTasks(ctx, vm.node, "qm"+op, strconv.Itoa(vm.vmid)); err != nil {
+			return false, err
+		}
+		status, err := c.vmStatus(ctx, vm)
+		if err != nil || op == "stop" {
+			return status == "stopped", err
+		}
+		if status != "running" || op == "start" {
+			return status == "running", nil
+		}
+		c.configs.forget(vm.node, vm.vmid)
+		v, err := c.readConfigs(ctx, vm.host, vm.node, vm.vmid)
+		return err == nil && maps.Equal(v.next, v.running), err
+	})
+}
+
+// vmStatus reads whether a VM is running or stopped.
+func (c *Cloud) vmStatus(ctx context.Context, vm vmTarget) (string, error) {
+	var status struct {
+		Status string `json:"status"`
 	}
-	return c.wait(ctx, what, goproxmox.NewTask(upid, c.client))
+	if err := c.client.Get(ctx, vmPath(vm.node, vm.vmid)+"/status/current", &status); err != nil {
+		return "", fmt.Errorf("read the status of VM %d on %s: %w", vm.vmid, vm.node, err)
+	}
+	return status.Status, nil
 }

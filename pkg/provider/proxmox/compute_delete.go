@@ -98,27 +98,35 @@ func (c *Cloud) deleteVM(ctx context.Context, cluster *config.Cluster, vm vmTarg
 // destroyVM stops the VM if it runs, deletes it and removes its cidata
 // ISO; a VM already gone only loses its ISO.
 func (c *Cloud) destroyVM(ctx context.Context, cluster *config.Cluster, vm vmTarget) error {
-	var status struct {
-		Status string `json:"status"`
-	}
-	err := c.client.Get(ctx, vmPath(vm.node, vm.vmid)+"/status/current", &status)
+	status, err := c.vmStatus(ctx, vm)
 	switch {
 	case isMissing(err):
 		return c.deleteCidata(ctx, cluster, vm.node, vm.host)
 	case err != nil:
-		return fmt.Errorf("read the status of VM %d on %s: %w", vm.vmid, vm.node, err)
-	case status.Status == "running":
+		return err
+	case status == "running":
 		if err := c.power(ctx, vm, "stop"); err != nil {
 			return err
 		}
 	}
 	defer c.configs.forget(vm.node, vm.vmid)
 	what := fmt.Sprintf("delete VM %d on %s", vm.vmid, vm.node)
-	var upid goproxmox.UPID
-	if err := c.client.Delete(ctx, vmPath(vm.node, vm.vmid)+"?purge=1&destroy-unreferenced-disks=1", &upid); err != nil {
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	if err := c.wait(ctx, what, goproxmox.NewTask(upid, c.client)); err != nil {
+	// A delete whose answer was lost is judged by the VM being gone once
+	// the destroy task it may have started has ended.
+	err = c.settle(ctx, what, func(ctx context.Context) error {
+		var upid goproxmox.UPID
+		if err := c.client.Delete(ctx, vmPath(vm.node, vm.vmid)+"?purge=1&destroy-unreferenced-disks=1", &upid); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		return c.wait(ctx, what, goproxmox.NewTask(upid, c.client))
+	}, func(ctx context.Context) (bool, error) {
+		if err := c.awaitTasks(ctx, vm.node, "qmdestroy", strconv.Itoa(vm.vmid)); err != nil {
+			return false, err
+		}
+		_, found, err := c.vmConf(ctx, vm.node, vm.vmid)
+		return !found && err == nil, err
+	})
+	if err != nil {
 		return err
 	}
 	return c.deleteCidata(ctx, cluster, vm.node, vm.host)
@@ -144,6 +152,11 @@ func (c *Cloud) deletePool(ctx context.Context, cluster *config.Cluster, deleted
 	}
 	change := state.Change{Action: state.ActionDelete, Kind: KindPool, Name: p.PoolID}
 	return plan.Do(ctx, change, func(ctx context.Context) error {
-		return c.client.Delete(ctx, "/pools?poolid="+url.QueryEscape(p.PoolID), nil)
+		return c.settle(ctx, "delete pool "+p.PoolID, func(ctx context.Context) error {
+			return c.client.Delete(ctx, "/pools?poolid="+url.QueryEscape(p.PoolID), nil)
+		}, func(ctx context.Context) (bool, error) {
+			left, err := c.ownedPool(ctx, cluster.Name)
+			return left == nil && err == nil, err
+		})
 	})
 }

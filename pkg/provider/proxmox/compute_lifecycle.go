@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"slices"
 	"strings"
 
@@ -56,8 +55,9 @@ func (c *Cloud) ReconcileMachines(ctx context.Context, cluster *config.Cluster, 
 	return errors.Join(errs...)
 }
 
-// FinalizeMachines detaches (ide3) and deletes the cidata ISO of every
-// owned VM that still has one, with one storage listing per node.
+// FinalizeMachines detaches the boot cdrom (ide2) and detaches (ide3) and
+// deletes the cidata ISO of every owned VM that still has them (reference
+// §3.1 step 15), with one storage listing per node.
 func (c *Cloud) FinalizeMachines(ctx context.Context, cluster *config.Cluster, inv *provider.Inventory, plan *provider.Plan) error {
 	vms, err := targets(inv)
 	if err != nil {
@@ -85,21 +85,33 @@ func (c *Cloud) FinalizeMachines(ctx context.Context, cluster *config.Cluster, i
 			return err
 		}
 		volid := cidataVolID(cluster, vm.host)
-		attached := strings.HasPrefix(conf["ide3"], volid)
+		var detach []string
+		if m := conf["ide2"]; m != "" && !strings.HasPrefix(m, "none,") {
+			detach = append(detach, "ide2")
+		}
+		if strings.HasPrefix(conf["ide3"], volid) {
+			detach = append(detach, "ide3")
+		}
 		stored := slices.Contains(isos[slices.Index(nodes, vm.node)], volid)
-		if !attached && !stored {
+		if len(detach) == 0 && !stored {
 			return nil
 		}
-		detail := "delete " + volid
-		if attached {
-			detail = "detach ide3 and " + detail
+		var detail []string
+		if len(detach) > 0 {
+			detail = append(detail, "detach "+strings.Join(detach, ", "))
 		}
-		change := state.Change{Action: state.ActionDelete, Kind: KindCidata, Name: vm.host, Detail: detail}
+		if stored {
+			detail = append(detail, "delete "+volid)
+		}
+		change := state.Change{Action: state.ActionDelete, Kind: KindCidata, Name: vm.host, Detail: strings.Join(detail, " and ")}
 		return plan.Do(ctx, change, func(ctx context.Context) error {
-			if attached {
-				if err := c.putConfig(ctx, vm, map[string]string{"delete": "ide3"}); err != nil {
-					return fmt.Errorf("detach ide3: %w", err)
+			if len(detach) > 0 {
+				if err := c.putConfig(ctx, vm, map[string]string{"delete": strings.Join(detach, ",")}); err != nil {
+					return fmt.Errorf("detach %s: %w", strings.Join(detach, ", "), err)
 				}
+			}
+			if !stored {
+				return nil
 			}
 			return c.deleteCidata(ctx, cluster, vm.node, vm.host)
 		})
@@ -110,15 +122,9 @@ func (c *Cloud) FinalizeMachines(ctx context.Context, cluster *config.Cluster, i
 // listISOs lists the ISO volumes of cidata_storage on node.
 func (c *Cloud) listISOs(ctx context.Context, cluster *config.Cluster, node string) ([]string, error) {
 	st := cidataStorage(cluster)
-	var list []struct {
-		VolID string `json:"volid"`
-	}
-	if err := c.client.Get(ctx, fmt.Sprintf("/nodes/%s/storage/%s/content?content=iso", url.PathEscape(node), url.PathEscape(st)), &list); err != nil {
+	isos, err := c.storageISOs(ctx, node, st)
+	if err != nil {
 		return nil, fmt.Errorf("list the ISOs of %s on %s (proxmox.cidata_storage): %w", st, node, err)
 	}
-	out := make([]string, len(list))
-	for i, v := range list {
-		out[i] = v.VolID
-	}
-	return out, nil
+	return isos, nil
 }

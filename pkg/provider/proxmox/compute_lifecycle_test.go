@@ -1,6 +1,7 @@
 package proxmox_test
 
 import (
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -139,12 +140,24 @@ func TestFinalizeMachines_DetachesAndDeletesCidata(t *testing.T) {
 	if err := l.cloud.FinalizeMachines(t.Context(), l.cfg, inv, plan); err != nil {
 		t.Fatal(err)
 	}
-	want := "delete proxmox:cidata c-worker-02 (detach ide3 and delete local:iso/" + proxmox.CidataFile("c", "c-worker-02") + ")"
+	want := "delete proxmox:cidata c-worker-02 (detach ide2, ide3 and delete local:iso/" + proxmox.CidataFile("c", "c-worker-02") + ")"
 	if got := summary(plan.Changes()); len(got) != 5 || !slices.Contains(got, want) {
 		t.Errorf("changes %v, want 5 like %q", got, want)
 	}
 	if refs := l.srv.CidataReferences(); len(refs) != 0 {
 		t.Errorf("cidata still referenced: %v", refs)
+	}
+	for _, vm := range l.srv.VMs() {
+		next := maps.Clone(vm.Config)
+		maps.Copy(next, vm.Pending)
+		for _, k := range vm.PendingDelete {
+			delete(next, k)
+		}
+		for k, v := range next {
+			if strings.Contains(v, "local:iso/") {
+				t.Errorf("%s: %s = %q still references an ISO (boot cdrom or cidata)", vm.Name, k, v)
+			}
+		}
 	}
 	for _, m := range machines {
 		for _, v := range l.srv.Volumes(m.Zone, "local") {

@@ -319,8 +319,8 @@ func TestInventory_ForeignPoolCommentIsRefused(t *testing.T) {
 	l.noMutations(t)
 }
 
-// A cidata upload answered 503 (go-proxmox streams it, so the retrying
-// transport cannot replay it) is uploaded again: the ISO is in memory and
+// A cidata upload answered 503 (it is streamed, so the retrying transport
+// cannot replay it) is uploaded again: the ISO is in memory and
 // an upload under the same name overwrites.
 func TestCreateMachines_RetriesATransientCidataUpload(t *testing.T) {
 	t.Parallel()
@@ -334,7 +334,7 @@ func TestCreateMachines_RetriesATransientCidataUpload(t *testing.T) {
 	if len(machines) != 5 {
 		t.Fatalf("created %d machines, want 5", len(machines))
 	}
-	if !strings.Contains(l.logs.String(), "upload of the cidata ISO of") {
+	if !strings.Contains(l.logs.String(), " to local on pve1: 503 Service Unavailable; retrying (1 of 4)") {
 		t.Errorf("no retry was logged:\n%s", l.logs)
 	}
 }

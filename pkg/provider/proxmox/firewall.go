@@ -5,11 +5,14 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/talosc/talosc/pkg/config"
+	"github.com/talosc/talosc/pkg/ctxwait"
 	"github.com/talosc/talosc/pkg/provider"
 	"github.com/talosc/talosc/pkg/state"
 )
@@ -60,6 +63,8 @@ type fwRule struct {
 	Dport   string `json:"dport"`
 	Sport   string `json:"sport"`
 	Comment string `json:"comment"`
+	// Digest is that of the whole rule list the rule was read with.
+	Digest string `json:"digest"`
 }
 
 func (r fwRule) key() ruleKey {
@@ -249,10 +254,11 @@ func (c *Cloud) readRules(ctx context.Context, vm vmTarget) ([]fwRule, error) {
 	return rules, nil
 }
 
-// applyFirewall writes the options that differ, adds the missing rules
-// (last first: Proxmox inserts at the top, so they end in policy order),
-// then re-reads the rules and deletes the stale ones by position,
-// highest first.
+// applyFirewall writes the options that differ and adds the missing rules
+// (last first: Proxmox inserts at the top, so they end in policy order);
+// a rule whose answer was lost is looked for by its shape and comment
+// before it is sent again. Then it reads the rules back and deletes the
+// stale ones (deleteStale).
 func (c *Cloud) applyFirewall(ctx context.Context, p firewallPolicy, vm vmTarget, d firewallDiff) error {
 	base := vmPath(vm.node, vm.vmid) + "/firewall"
 	if len(d.options) > 0 {
@@ -268,22 +274,53 @@ func (c *Cloud) applyFirewall(ctx context.Context, p firewallPolicy, vm vmTarget
 		if x.key.source != "" {
 			body["source"] = x.key.source
 		}
-		if err := c.client.Post(ctx, base+"/rules", body, nil); err != nil {
+		err := c.settle(ctx, fmt.Sprintf("VM %s: add firewall rule %s", vm.host, x.key), func(ctx context.Context) error {
+			return c.client.Post(ctx, base+"/rules", body, nil)
+		}, func(ctx context.Context) (bool, error) {
+			rules, err := c.readRules(ctx, vm)
+			return slices.ContainsFunc(rules, func(r fwRule) bool {
+				return r.plain() && r.Enable == 1 && r.key() == x.key && r.Comment == x.comment
+			}), err
+		})
+		if err != nil {
 			return fmt.Errorf("add firewall rule %s: %w", x.key, err)
 		}
 	}
-	if len(d.stale) == 0 {
+	if len(d.missing) == 0 && len(d.stale) == 0 {
 		return nil
 	}
-	rules, err := c.readRules(ctx, vm)
-	if err != nil {
-		return err
-	}
-	stale := p.diff(nil, rules).stale
-	for _, r := range slices.Backward(stale) {
-		if err := c.client.Delete(ctx, fmt.Sprintf("%s/rules/%d", base, r.Pos), nil); err != nil {
+	return c.deleteStale(ctx, p, vm)
+}
+
+// deleteStale reads the rules and deletes the stale ones (outside the
+// policy, disabled, or duplicates, such as an add a lost answer hid and
+// a late delivery made twice), highest position first, one at a time:
+// each delete carries the digest of the list its position was read from,
+// so a delete repeated after a lost answer fails instead of removing the
+// rule that moved into that position.
+func (c *Cloud) deleteStale(ctx context.Context, p firewallPolicy, vm vmTarget) error {
+	for failed := 0; ; {
+		rules, err := c.readRules(ctx, vm)
+		if err != nil {
+			return err
+		}
+		stale := p.diff(nil, rules).stale
+		if len(stale) == 0 {
+			return nil
+		}
+		r := stale[len(stale)-1]
+		path := fmt.Sprintf("%s/firewall/rules/%d?digest=%s", vmPath(vm.node, vm.vmid), r.Pos, url.QueryEscape(r.Digest))
+		err = c.client.Delete(ctx, path, nil)
+		if err == nil {
+			continue
+		}
+		if ctx.Err() != nil || failed == retries {
 			return fmt.Errorf("delete firewall rule %d (%s): %w", r.Pos, r.key(), err)
 		}
+		failed++
+		c.opts.Logf("proxmox: VM %s: delete firewall rule %d (%s): %v; reading the rules again (%d of %d)", vm.host, r.Pos, r.key(), err, failed, retries)
+		if err := ctxwait.Sleep(ctx, time.Duration(250<<failed)*time.Millisecond); err != nil {
+			return err
+		}
 	}
-	return nil
 }

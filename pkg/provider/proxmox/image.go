@@ -93,25 +93,48 @@ func (c *Cloud) isoMissing(ctx context.Context, env *Environment, name string) (
 	volid := isoVolID(env, name)
 	var missing []Node
 	for _, n := range isoTargets(env) {
-		var content []goproxmox.StorageContent
-		path := fmt.Sprintf("/nodes/%s/storage/%s/content?content=iso", url.PathEscape(n.Name), url.PathEscape(env.ISOStorage.ID))
-		if err := c.client.Get(ctx, path, &content); err != nil {
+		isos, err := c.storageISOs(ctx, n.Name, env.ISOStorage.ID)
+		if err != nil {
 			return nil, fmt.Errorf("proxmox: list the ISOs of storage %s (proxmox.iso_storage) on node %s: %w", env.ISOStorage.ID, n.Name, err)
 		}
-		if !slices.ContainsFunc(content, func(v goproxmox.StorageContent) bool { return v.Volid == volid }) {
+		if !slices.Contains(isos, volid) {
 			missing = append(missing, n)
 		}
 	}
 	return missing, nil
 }
 
-// downloadISO has node fetch the ISO from the Image Factory.
-func (c *Cloud) downloadISO(ctx context.Context, node, storage, name, src string) error {
-	task, err := c.client.NodeRef(node).StorageRef(storage).DownloadURL(ctx, "iso", name, src)
-	if err != nil {
-		return fmt.Errorf("download-url on node %s: %w", node, err)
+// storageISOs lists the volume ids of the ISOs on storage as node sees it.
+func (c *Cloud) storageISOs(ctx context.Context, node, storage string) ([]string, error) {
+	var content []goproxmox.StorageContent
+	if err := c.client.Get(ctx, fmt.Sprintf("/nodes/%s/storage/%s/content?content=iso", url.PathEscape(node), url.PathEscape(storage)), &content); err != nil {
+		return nil, err
 	}
-	return c.finished(ctx, fmt.Sprintf("download the boot ISO on node %s", node), task)
+	out := make([]string, len(content))
+	for i, v := range content {
+		out[i] = v.Volid
+	}
+	return out, nil
+}
+
+// downloadISO has node fetch the ISO from the Image Factory. A request
+// whose answer was lost is judged by the storage once the download task
+// it may have started (its id is the file name) has ended.
+func (c *Cloud) downloadISO(ctx context.Context, node, storage, name, src string) error {
+	what := "download the boot ISO on node " + node
+	return c.settle(ctx, what, func(ctx context.Context) error {
+		task, err := c.client.NodeRef(node).StorageRef(storage).DownloadURL(ctx, "iso", name, src)
+		if err != nil {
+			return fmt.Errorf("download-url on node %s: %w", node, err)
+		}
+		return c.finished(ctx, what, task)
+	}, func(ctx context.Context) (bool, error) {
+		if err := c.awaitTasks(ctx, node, "download", name); err != nil {
+			return false, err
+		}
+		isos, err := c.storageISOs(ctx, node, storage)
+		return slices.Contains(isos, storage+":iso/"+name), err
+	})
 }
 
 // uploadISO uploads the ISO (fetched once per EnsureImage) to node.
@@ -123,10 +146,8 @@ func (c *Cloud) uploadISO(ctx context.Context, node, storage, name string, up *i
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return fmt.Errorf("rewind the boot ISO: %w", err)
 	}
-	var upid goproxmox.UPID
-	path := fmt.Sprintf("/nodes/%s/storage/%s/upload", url.PathEscape(node), url.PathEscape(storage))
-	// go-proxmox's upload takes no context; the request timeout bounds it.
-	if err := c.client.UploadReader(path, map[string]string{"content": "iso"}, name, f, size, &upid); err != nil {
+	upid, err := c.upload(ctx, node, storage, name, f, size)
+	if err != nil {
 		return fmt.Errorf("upload to node %s: %w", node, err)
 	}
 	return c.finished(ctx, fmt.Sprintf("upload the boot ISO to node %s", node), goproxmox.NewTask(upid, c.client))

@@ -69,11 +69,7 @@ func (c *Cloud) reconcileSDN(ctx context.Context, cluster *config.Cluster, env *
 	staged := false
 	do := func(ch state.Change, fn func(context.Context) error) error {
 		staged = true
-		return plan.Do(ctx, ch, func(ctx context.Context) error {
-			ctx, cancel := context.WithTimeout(ctx, c.opts.RequestTimeout)
-			defer cancel()
-			return fn(ctx)
-		})
+		return plan.Do(ctx, ch, fn)
 	}
 	// The controller: created when missing, otherwise used as it is.
 	switch ctl := v.controllers[own.controller]; {
@@ -86,7 +82,9 @@ func (c *Cloud) reconcileSDN(ctx context.Context, cluster *config.Cluster, env *
 		}
 		body := map[string]any{"controller": own.controller, "type": "evpn", "asn": s.ASN, "peers": strings.Join(peers, ",")}
 		if err := do(state.Change{Action: state.ActionCreate, Kind: KindSDNController, Name: own.controller, Detail: fmt.Sprintf("asn %d, peers %s", s.ASN, body["peers"])},
-			func(ctx context.Context) error { return c.client.Post(ctx, "/cluster/sdn/controllers", body, nil) }); err != nil {
+			func(ctx context.Context) error {
+				return c.createSDN(ctx, "/cluster/sdn/controllers", "controller", own.controller, body)
+			}); err != nil {
 			return err
 		}
 	case ctl.eff["type"] != "evpn":
@@ -109,7 +107,7 @@ func (c *Cloud) reconcileSDN(ctx context.Context, cluster *config.Cluster, env *
 	} else {
 		body := map[string]any{"subnet": own.cidr, "type": "subnet", "gateway": gw.String(), "snat": 1}
 		err = do(state.Change{Action: state.ActionCreate, Kind: KindSDNSubnet, Name: own.subnet, Detail: own.cidr + " gateway " + gw.String()},
-			func(ctx context.Context) error { return c.client.Post(ctx, subnets, body, nil) })
+			func(ctx context.Context) error { return c.createSDN(ctx, subnets, "subnet", own.subnet, body) })
 	}
 	if err != nil {
 		return err
@@ -138,7 +136,7 @@ func (c *Cloud) ensureSDN(cur *sdnObj, kind, id, base, idKey string, want map[st
 			body["type"] = "vnet"
 		}
 		return do(state.Change{Action: state.ActionCreate, Kind: kind, Name: id, Detail: describe(want)},
-			func(ctx context.Context) error { return c.client.Post(ctx, base, body, nil) })
+			func(ctx context.Context) error { return c.createSDN(ctx, base, idKey, id, body) })
 	}
 	drift := map[string]string{}
 	var detail []string
@@ -158,6 +156,18 @@ func (c *Cloud) ensureSDN(cur *sdnObj, kind, id, base, idKey string, want map[st
 	}
 	return do(state.Change{Action: state.ActionUpdate, Kind: kind, Name: id, Detail: strings.Join(detail, ", ")},
 		func(ctx context.Context) error { return c.client.Put(ctx, base+"/"+url.PathEscape(id), drift, nil) })
+}
+
+// createSDN POSTs a new SDN object (one that does not exist). A second
+// POST of the same id answers "already exists", so one whose answer was
+// lost is looked for in the staged config before it is sent again.
+func (c *Cloud) createSDN(ctx context.Context, base, idKey, id string, body map[string]any) error {
+	return c.settle(ctx, "create SDN "+idKey+" "+id, func(ctx context.Context) error {
+		return c.client.Post(ctx, base, body, nil)
+	}, func(ctx context.Context) (bool, error) {
+		objs, err := c.listSDN(ctx, base, idKey)
+		return err == nil && objs[id].exists(), err
+	})
 }
 
 func describe(m map[string]string) string {
@@ -229,10 +239,7 @@ func (c *Cloud) applySDN(ctx context.Context, plan *provider.Plan) error {
 	return plan.Do(ctx, state.Change{Action: state.ActionUpdate, Kind: KindSDNApply, Name: "cluster/sdn", Detail: "apply the staged SDN configuration"},
 		func(ctx context.Context) error {
 			var upid goproxmox.UPID
-			rctx, cancel := context.WithTimeout(ctx, c.opts.RequestTimeout)
-			err := c.client.Put(rctx, "/cluster/sdn", nil, &upid)
-			cancel()
-			if err != nil {
+			if err := c.client.Put(ctx, "/cluster/sdn", nil, &upid); err != nil {
 				return err
 			}
 			return c.wait(ctx, "apply the SDN configuration", goproxmox.NewTask(upid, c.client))
@@ -299,12 +306,17 @@ func (c *Cloud) destroySDN(ctx context.Context, cluster *config.Cluster, plan *p
 		return err
 	}
 	staged := false
-	del := func(kind, id, path, detail string) error {
+	// A delete whose answer was lost is judged by the staged config: a
+	// repeated delete would answer that the object does not exist.
+	del := func(kind, idKey, id, parent, detail string) error {
 		staged = true
 		return plan.Do(ctx, state.Change{Action: state.ActionDelete, Kind: kind, Name: id, Detail: detail}, func(ctx context.Context) error {
-			ctx, cancel := context.WithTimeout(ctx, c.opts.RequestTimeout)
-			defer cancel()
-			return c.client.Delete(ctx, path, nil)
+			return c.settle(ctx, "delete SDN "+idKey+" "+id, func(ctx context.Context) error {
+				return c.client.Delete(ctx, parent+"/"+url.PathEscape(id), nil)
+			}, func(ctx context.Context) (bool, error) {
+				objs, err := c.listSDN(ctx, parent, idKey)
+				return err == nil && !objs[id].exists(), err
+			})
 		})
 	}
 	vn := v.vnets[own.vnet]
@@ -319,12 +331,12 @@ func (c *Cloud) destroySDN(ctx context.Context, cluster *config.Cluster, plan *p
 	if ours {
 		base := "/cluster/sdn/vnets/" + url.PathEscape(own.vnet)
 		if v.subnets[own.vnet][own.subnet].exists() {
-			if err := del(KindSDNSubnet, own.subnet, base+"/subnets/"+url.PathEscape(own.subnet), own.cidr); err != nil {
+			if err := del(KindSDNSubnet, "subnet", own.subnet, base+"/subnets", own.cidr); err != nil {
 				return err
 			}
 		}
 		if len(foreignSubnets) == 0 {
-			if err := del(KindSDNVNet, own.vnet, base, "zone "+own.zone); err != nil {
+			if err := del(KindSDNVNet, "vnet", own.vnet, "/cluster/sdn/vnets", "zone "+own.zone); err != nil {
 				return err
 			}
 			vnetGone = true
@@ -338,7 +350,7 @@ func (c *Cloud) destroySDN(ctx context.Context, cluster *config.Cluster, plan *p
 		})
 		if others {
 			c.opts.Logf("warning: SDN zone %s holds VNets talosc does not manage, so it is kept", own.zone)
-		} else if err := del(KindSDNZone, own.zone, "/cluster/sdn/zones/"+url.PathEscape(own.zone), "controller "+own.controller+" is kept"); err != nil {
+		} else if err := del(KindSDNZone, "zone", own.zone, "/cluster/sdn/zones", "controller "+own.controller+" is kept"); err != nil {
 			return err
 		}
 	}
