@@ -72,10 +72,13 @@ func TestScripts(t *testing.T) {
 				env.Setenv(envName(name), p)
 			}
 			env.Setenv("NO_COLOR", "1")
-			// Nothing may leave loopback: the default Image Factory is on
-			// the internet, so point the phases at a refused port unless
-			// the script's lab serves one ("lab up").
-			env.Setenv("TALOSC_IMAGE_FACTORY_URL", "http://127.0.0.1:9")
+			// Nothing may leave loopback: the default Image Factory and
+			// kubelet registry are on the internet, so every request for
+			// a host off loopback goes to a proxy on a refused port (Go
+			// never proxies loopback; a lab's cluster.yaml names its own
+			// factory).
+			env.Setenv("HTTP_PROXY", "http://127.0.0.1:9")
+			env.Setenv("HTTPS_PROXY", "http://127.0.0.1:9")
 			env.Setenv(kubeapi.EnvBinary, os.Getenv(kubeapi.EnvBinary))
 			env.Values[labKey{}] = newScriptLab(&labs)
 			return nil

@@ -169,7 +169,7 @@ func scriptEnv(ts *testscript.TestScript) []string {
 	keys := []string{
 		"PATH", "HOME", "WORK", "TMPDIR", "NO_COLOR", "CLUSTER_NET",
 		"RANCHER_PLUGIN", "ARGOCD_PLUGIN", "FAKE_PLUGIN",
-		phase.EnvImageFactory, phase.EnvKubeletRepository, phase.EnvTimeScale, kubeapi.EnvBinary,
+		"LAB_FACTORY", "HTTP_PROXY", "HTTPS_PROXY", phase.EnvTimeScale, kubeapi.EnvBinary,
 	}
 	env := make([]string, 0, len(keys)+len(os.Environ()))
 	for _, kv := range os.Environ() {

@@ -408,11 +408,12 @@ func (s *scriptLab) start(ts *testscript.TestScript, o lab.Options) {
 	s.lab = l
 }
 
-// pointPhases points the phases at the lab's Image Factory and kubelet
-// registry, with waits scaled by timeScale.
+// pointPhases scales the phases' waits by timeScale (a test-only knob:
+// the scripts that make a node never boot fail in seconds; talosc warns)
+// and names the lab's Image Factory in $LAB_FACTORY (cluster.yaml names it
+// already: talos.image_factory).
 func (s *scriptLab) pointPhases(ts *testscript.TestScript, timeScale string) {
-	ts.Setenv(phase.EnvImageFactory, s.lab.Factory.URL)
-	ts.Setenv(phase.EnvKubeletRepository, s.lab.Factory.KubeletRepositoryURL())
+	ts.Setenv("LAB_FACTORY", s.lab.Factory.URL)
 	ts.Setenv(phase.EnvTimeScale, timeScale)
 }
 

@@ -108,7 +108,7 @@ func (s *scriptLab) follow(ts *testscript.TestScript, args []string) {
 	_, err = lab.WriteOpenStackCluster(dir, lab.OpenStackCluster{
 		Name: s.cluster, AuthURL: rc.authURL, Region: rc.region, CIDR: clusterCIDR,
 		CredentialID: cred.ID, CredentialSecret: cred.Secret,
-		Comment: `Written by the e2e "lab follow" for a real OpenStack.`,
+		Comment: `Written by the e2e "lab follow" for a real OpenStack.`, Factory: s.lab.Factory,
 	})
 	ts.Check(err)
 	ts.Setenv("CLUSTER", s.cluster)

@@ -199,7 +199,7 @@ func TestLoad_StrictSections(t *testing.T) {
 		{
 			"no close key lists the valid ones", only(edit(t, openstackBase, set("talos.foo", "1"))),
 			config.LoadOptions{},
-			config.Problems{inCluster("talos.foo", "talos.foo is not a valid key (valid keys: version, extensions, config_patches, kubespan, cloud_controller_manager)")},
+			config.Problems{inCluster("talos.foo", "talos.foo is not a valid key (valid keys: version, extensions, config_patches, kubespan, cloud_controller_manager, image_factory)")},
 		},
 		{
 			"tailscale key", only(edit(t, openstackBase, set("tailscale.authkey", "x"))),
@@ -432,7 +432,7 @@ func TestLoad_CloudControllerManager(t *testing.T) {
 		{
 			"under kubernetes", only(edit(t, openstackBase, set("kubernetes.cloud_controller_manager", "true"))),
 			config.LoadOptions{},
-			config.Problems{inCluster("kubernetes.cloud_controller_manager", "kubernetes.cloud_controller_manager is not a valid key (valid keys: version)")},
+			config.Problems{inCluster("kubernetes.cloud_controller_manager", "kubernetes.cloud_controller_manager is not a valid key (valid keys: version, kubelet_repository)")},
 		},
 	})
 }

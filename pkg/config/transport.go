@@ -10,6 +10,18 @@ import (
 // is true (then with a warning on every run, as the credential travels in
 // clear). Without the opt-in, http is refused before anything is contacted.
 func (v *validator) credentialURL(section, raw string, allowHTTP bool) (*url.URL, bool) {
+	what := credentialName(section)
+	return v.httpsURL(section, raw, allowHTTP, plainHTTPRisk{would: what + " would cross the network unencrypted", does: what + " crosses the network unencrypted"})
+}
+
+// plainHTTPRisk says what plain http exposes, as a refusal (would) and as
+// a warning (does).
+type plainHTTPRisk struct{ would, does string }
+
+// httpsURL checks section.url: an absolute https URL with a host, or http
+// only when section.allow_http is true, then with a warning on every run
+// naming the risk.
+func (v *validator) httpsURL(section, raw string, allowHTTP bool, risk plainHTTPRisk) (*url.URL, bool) {
 	path := section + ".url"
 	u, err := url.Parse(strings.TrimSpace(raw))
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
@@ -18,12 +30,12 @@ func (v *validator) credentialURL(section, raw string, allowHTTP bool) (*url.URL
 	}
 	if u.Scheme == "http" {
 		if !allowHTTP {
-			v.errf(path, "%q is plain http: %s would cross the network unencrypted; use https://, or set %s.allow_http: true to accept that (a loopback lab)",
-				raw, credentialName(section), section)
+			v.errf(path, "%q is plain http: %s; use https://, or set %s.allow_http: true to accept that (a loopback lab)",
+				raw, risk.would, section)
 			return nil, false
 		}
-		v.warnf("%s is plain http (allowed by %s.allow_http): %s crosses the network unencrypted; use https:// outside a loopback lab",
-			path, section, credentialName(section))
+		v.warnf("%s is plain http (allowed by %s.allow_http): %s; use https:// outside a loopback lab",
+			path, section, risk.does)
 	}
 	return u, true
 }

@@ -16,9 +16,9 @@ type Cluster struct {
 	// Tags are node labels for every node (values stringified).
 	Tags Labels `yaml:"tags,omitempty" jsonschema_description:"Node labels for every node; pool tags override them."`
 	// Talos pins the Talos release and its machine-config additions.
-	Talos Talos `yaml:"talos" jsonschema_description:"Talos release, extensions, patches, KubeSpan and the Talos cloud controller manager."`
+	Talos Talos `yaml:"talos" jsonschema_description:"Talos release, extensions, patches, KubeSpan, the Talos cloud controller manager and the Image Factory."`
 	// Kubernetes pins the Kubernetes release.
-	Kubernetes Kubernetes `yaml:"kubernetes" jsonschema_description:"Kubernetes release."`
+	Kubernetes Kubernetes `yaml:"kubernetes" jsonschema_description:"Kubernetes release and the kubelet repository check reads releases from."`
 	// ControlPlane is the single control-plane pool (Name "controlplane").
 	ControlPlane Pool `yaml:"controlplane" jsonschema_description:"The control-plane pool (keep the count odd)."`
 	// Workers are the worker pools in file order.
@@ -60,12 +60,19 @@ type Talos struct {
 	// release, and a provider's own CCM would belong to that provider's
 	// section.
 	CloudControllerManager bool `yaml:"cloud_controller_manager,omitempty" jsonschema_description:"Run the Talos cloud controller manager (nodes register with an external cloud provider; control planes carry its pinned manifest). Default false."`
+	// ImageFactory is a self-hosted Image Factory (nil: the public one,
+	// DefaultImageFactory). Read it through Cluster.ImageFactoryURL.
+	ImageFactory *Source `yaml:"image_factory,omitempty" jsonschema_description:"A self-hosted Image Factory (air-gapped sites): url and, for plain http, allow_http. Boot images, schematics and the installer references in every machine config come from it. Default https://factory.talos.dev."`
 }
 
 // Kubernetes is the kubernetes section.
 type Kubernetes struct {
 	// Version is the Kubernetes release, normalised to a leading "v".
 	Version string `yaml:"version" jsonschema:"pattern=^v?[0-9]+\\.[0-9]+\\.[0-9]+([-+][0-9A-Za-z.-]+)?$" jsonschema_description:"Kubernetes release, within the minors the pinned Talos supports."`
+	// KubeletRepository is a mirror of the kubelet image repository (nil:
+	// DefaultKubeletRepository). Read it through
+	// Cluster.KubeletRepositoryURL.
+	KubeletRepository *Source `yaml:"kubelet_repository,omitempty" jsonschema_description:"A mirror of the kubelet image repository that check reads the Kubernetes releases from (its tags): url and, for plain http, allow_http. Default https://ghcr.io/siderolabs/kubelet."`
 }
 
 // Pool is the control-plane pool or one worker pool.

@@ -99,6 +99,7 @@ func (v *validator) warnf(format string, args ...any) { v.p.warnf(format, args..
 func (v *validator) validate() {
 	v.general()
 	v.versions()
+	v.sources()
 	provider := v.provider()
 	v.pools(provider)
 	switch provider {

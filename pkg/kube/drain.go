@@ -51,7 +51,8 @@ type DrainOptions struct {
 	// EvictErrorRetryDelay is the pause before a refused eviction is tried
 	// again.
 	EvictErrorRetryDelay time.Duration
-	// Poll is how often the drain looks whether evicted pods are gone.
+	// Poll is how often the drain looks whether evicted pods are gone
+	// (after shorter first looks: ctxwait.Backoff).
 	Poll time.Duration
 	// Progress, if not nil, gets the pods still on the node after every
 	// look that saw some (often: throttle it).
@@ -161,6 +162,7 @@ func (d *drain) run(ctx context.Context) error {
 		p := &evict[i]
 		d.pending = append(d.pending, &evictee{namespace: p.Namespace, name: p.Name, uid: p.UID, wait: PodWait{Pod: podName(p)}})
 	}
+	pause := ctxwait.NewBackoff(d.o.Poll)
 	for {
 		if err := d.evictDue(ctx); err != nil {
 			return err
@@ -168,7 +170,7 @@ func (d *drain) run(ctx context.Context) error {
 		if len(d.pending) == 0 {
 			return nil
 		}
-		if err := ctxwait.Sleep(ctx, d.o.Poll); err != nil {
+		if err := pause.Sleep(ctx); err != nil {
 			return err
 		}
 		if err := d.look(ctx); err != nil {

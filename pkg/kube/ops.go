@@ -142,8 +142,8 @@ func nodeOf(n *corev1.Node) Node {
 	return out
 }
 
-// WaitReady waits until every named node exists and is Ready, polling every
-// poll for up to budget (the reference: ReadyBudget, ReadyPoll). progress,
+// WaitReady waits until every named node exists and is Ready, polling
+// (backing off from ctxwait.FirstPoll to every poll) for up to budget (the reference: ReadyBudget, ReadyPoll). progress,
 // if not nil, gets the count after every poll that listed the nodes. A
 // failed list is retried at the next poll. It returns the last list.
 func (c *Client) WaitReady(ctx context.Context, names []string, budget, poll time.Duration, progress func(ready, total int)) ([]Node, error) {
@@ -152,6 +152,7 @@ func (c *Client) WaitReady(ctx context.Context, names []string, budget, poll tim
 	deadline := time.Now().Add(budget)
 	var lastErr error
 	var waiting []string
+	pause := ctxwait.NewBackoff(poll)
 	for {
 		nodes, err := c.nodes(ctx, c.request)
 		if err == nil {
@@ -168,7 +169,7 @@ func (c *Client) WaitReady(ctx context.Context, names []string, budget, poll tim
 		if left <= 0 {
 			break
 		}
-		if err := ctxwait.Sleep(ctx, min(poll, left)); err != nil {
+		if err := ctxwait.Sleep(ctx, min(pause.Next(), left)); err != nil {
 			return nil, err
 		}
 	}

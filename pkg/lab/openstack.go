@@ -17,6 +17,7 @@ import (
 
 	"github.com/ulikunitz/xz"
 
+	"github.com/talosc/talosc/pkg/lab/imagefactory"
 	"github.com/talosc/talosc/pkg/lab/openstack"
 	"github.com/talosc/talosc/pkg/lab/talosnode"
 )
@@ -157,7 +158,7 @@ func (l *Lab) writeOpenStackDir(dir, name string) ([]string, error) {
 	files, err := WriteOpenStackCluster(dir, OpenStackCluster{
 		Name: name, AuthURL: l.OpenStack.AuthURL(), Region: l.OpenStack.Region(),
 		CIDR: cmp.Or(l.opts.ClusterCIDR, "127.16.0.0/24"), CredentialID: cred.ID, CredentialSecret: cred.Secret,
-		Comment: "Written by talosc-lab for its simulated OpenStack.",
+		Comment: "Written by talosc-lab for its simulated OpenStack.", Factory: l.Factory,
 	})
 	if err != nil {
 		return nil, err
@@ -173,22 +174,21 @@ type OpenStackCluster struct {
 	CredentialID, CredentialSecret string
 	// Comment heads cluster.yaml.
 	Comment string
+	// Factory is the lab's Image Factory, which cluster.yaml names
+	// (talos.image_factory, kubernetes.kubelet_repository).
+	Factory *imagefactory.Factory
 }
 
 // WriteOpenStackCluster writes cluster.yaml and secrets.yaml (0600) for c
 // into dir: 3 control planes and 2 workers on the flavors talos.cp and
 // talos.worker (the lab's and the real openstack-lab's), 20 GB disks (the
 // boot image's minimum), the external network "public", MTU 1450 (what
-// both Neutrons allow) and loopback allowlists.
+// both Neutrons allow), loopback allowlists and the lab's Image Factory.
 func WriteOpenStackCluster(dir string, c OpenStackCluster) ([]string, error) {
 	cluster := fmt.Appendf(nil, `# %s
 name: %s
 include: [secrets.yaml]
-talos:
-  version: %s
-kubernetes:
-  version: v1.35.4
-controlplane:
+%scontrolplane:
   count: 3
   flavor: talos.cp
   disk: 20
@@ -214,9 +214,22 @@ security:
     lab: 127.0.0.0/8
   talos:
     lab: 127.0.0.0/8
-`, c.Comment, c.Name, DefaultTalosVersion, c.AuthURL, c.Region, c.CIDR)
+`, c.Comment, c.Name, releasesYAML(c.Factory), c.AuthURL, c.Region, c.CIDR)
 	secrets := fmt.Appendf(nil, "openstack:\n  credential_id: %s\n  credential_secret: %s\n", c.CredentialID, c.CredentialSecret)
 	return writeFiles(dir, []file{{"cluster.yaml", cluster}, {"secrets.yaml", secrets}})
+}
+
+// releasesYAML is the talos and kubernetes sections of a lab cluster.yaml:
+// the default pins, and the lab's Image Factory and kubelet registry, so
+// talosc needs no environment to use them.
+func releasesYAML(f *imagefactory.Factory) string {
+	return fmt.Sprintf(`talos:
+  version: %s
+  image_factory: {url: %s, allow_http: true} # the lab's, on loopback
+kubernetes:
+  version: v1.35.4
+  kubelet_repository: {url: %s, allow_http: true}
+`, DefaultTalosVersion, f.URL, f.KubeletRepositoryURL())
 }
 
 type file struct {

@@ -182,11 +182,7 @@ func (l *Lab) writeProxmoxDir(dir, name string) ([]string, error) {
 	cluster := fmt.Sprintf(`# Written by talosc-lab for its simulated Proxmox VE.
 name: %s
 include: [secrets.yaml]
-talos:
-  version: %s
-kubernetes:
-  version: v1.35.4
-controlplane: {count: 3, cores: 2, memory: 4, disk: 20}
+%scontrolplane: {count: 3, cores: 2, memory: 4, disk: 20}
 workers:
   worker: {count: 2, cores: 2, memory: 4, disk: 20}
 proxmox:
@@ -208,7 +204,7 @@ security:
     lab: 127.0.0.0/8
   talos:
     lab: 127.0.0.0/8
-`, name, DefaultTalosVersion, l.Proxmox.URL, caFile, l.bridge.prefix, l.bridge.prefix.Addr().Next().Next())
+`, name, releasesYAML(l.Factory), l.Proxmox.URL, caFile, l.bridge.prefix, l.bridge.prefix.Addr().Next().Next())
 	secrets := fmt.Sprintf("proxmox:\n  token_id: %q\n  token_secret: %q\n", proxmox.DefaultTokenID, proxmox.DefaultTokenSecret)
 	return writeFiles(dir, []file{
 		{"cluster.yaml", []byte(cluster)},

@@ -45,6 +45,7 @@ func newPXCluster(tb testing.TB) *pxCluster {
 	if c.cfg, err = config.Load(dir, config.LoadOptions{NeedCredentials: true}); err != nil {
 		tb.Fatalf("the lab's cluster directory does not load: %v", err)
 	}
+	checkLabSources(tb, l, c.cfg)
 	if c.id, err = identity.Load(filepath.Join("..", "talos", "identity", "testdata", "talossecrets.yaml")); err != nil {
 		tb.Fatal(err)
 	}

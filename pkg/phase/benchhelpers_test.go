@@ -82,8 +82,7 @@ func startLabCluster(b *testing.B, provider string, seq int, size benchSize) *la
 	}
 	b.Cleanup(func() { _ = l.Close() }) // a no-op once the benchmark closed it
 	c := &labCluster{lab: l, dir: b.TempDir(), env: map[string]string{
-		phase.EnvImageFactory: l.Factory.URL,
-		phase.EnvTimeScale:    fmt.Sprint(benchTimeScale),
+		phase.EnvTimeScale: fmt.Sprint(benchTimeScale),
 	}}
 	if _, err := l.WriteClusterDir(c.dir, benchCluster); err != nil {
 		b.Fatal(err)

@@ -139,7 +139,7 @@ func (o *Options) Run(ctx context.Context, p Phase, action string) error {
 	// printed the warnings and its header.
 	fromFrontDoor = fromFrontDoor || action == ActionValidate
 	if !fromFrontDoor {
-		for _, w := range cfg.Warnings {
+		for _, w := range append(TestKnobWarnings(o.LookupEnv), cfg.Warnings...) {
 			out.Warn("%s", w)
 		}
 		out.Header("%s %s", p.Name(), action)

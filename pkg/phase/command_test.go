@@ -13,6 +13,7 @@ import (
 	"github.com/talosc/talosc/pkg/cli"
 	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/phase"
+	"github.com/talosc/talosc/pkg/plugin"
 	"github.com/talosc/talosc/pkg/state"
 )
 
@@ -58,6 +59,12 @@ type result struct {
 // configuration named cluster (or failing with loadErr).
 func run(t *testing.T, f *fakePhase, stdin string, loadErr error, args ...string) result {
 	t.Helper()
+	return runEnv(t, f, nil, stdin, loadErr, args...)
+}
+
+// runEnv is run with the variables env set.
+func runEnv(t *testing.T, f *fakePhase, env map[string]string, stdin string, loadErr error, args ...string) result {
+	t.Helper()
 	s, in, out, errOut := genericiooptions.NewTestIOStreams()
 	in.WriteString(stdin)
 	var res result
@@ -66,7 +73,8 @@ func run(t *testing.T, f *fakePhase, stdin string, loadErr error, args ...string
 			if k == "TALOSC_PLUGIN_SECTIONS" {
 				return "", true
 			}
-			return "", false
+			v, ok := env[k]
+			return v, ok
 		}
 		o.Load = func(_ string, lo config.LoadOptions) (*config.Cluster, error) {
 			res.loadOpt = lo
@@ -222,5 +230,41 @@ func TestOrder(t *testing.T) {
 	}
 	if got := phase.Upstream("nodes", phase.ActionDestroy); len(got) != 0 {
 		t.Fatalf("nodes has no upstream in destroy: %v", got)
+	}
+}
+
+// TestTestKnobsWarn: a phase binary warns on stderr, on every run, while a
+// test-only knob is set, and says nothing of it otherwise.
+func TestTestKnobsWarn(t *testing.T) {
+	t.Parallel()
+	const (
+		scale   = "WARNING: TALOSC_TIME_SCALE=0.05 is set: a test-only knob that multiplies every wait budget and poll interval, safety waits included; unset it (export -n TALOSC_TIME_SCALE) for a real cluster"
+		timeout = "WARNING: TALOSC_PLUGIN_TIMEOUT=2s is set: a test-only knob that replaces every plugin hook's timeout; unset it (export -n TALOSC_PLUGIN_TIMEOUT) for a real cluster"
+	)
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		want []string
+	}{
+		{"unset", nil, nil},
+		{"empty", map[string]string{phase.EnvTimeScale: "", plugin.EnvTimeout: ""}, nil},
+		{"time scale", map[string]string{phase.EnvTimeScale: "0.05"}, []string{scale}},
+		{"both", map[string]string{phase.EnvTimeScale: "0.05", plugin.EnvTimeout: "2s"}, []string{scale, timeout}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			for _, action := range []string{"plan", "status"} {
+				res := runEnv(t, &fakePhase{name: "image"}, tc.env, "", nil, action)
+				var got []string
+				for line := range strings.Lines(res.stderr) {
+					if strings.Contains(line, "test-only") {
+						got = append(got, strings.TrimSuffix(line, "\n"))
+					}
+				}
+				if d := cmp.Diff(tc.want, got); d != "" || res.code != 0 {
+					t.Errorf("%s: exit %d, warnings (-want +got):\n%s", action, res.code, d)
+				}
+			}
+		})
 	}
 }

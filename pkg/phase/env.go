@@ -8,28 +8,20 @@ import (
 	"time"
 
 	"github.com/talosc/talosc/pkg/config"
+	"github.com/talosc/talosc/pkg/plugin"
 	"github.com/talosc/talosc/pkg/provider"
 	"github.com/talosc/talosc/pkg/provider/openstack"
 	"github.com/talosc/talosc/pkg/provider/proxmox"
-	"github.com/talosc/talosc/pkg/releases"
 	"github.com/talosc/talosc/pkg/state"
 	"github.com/talosc/talosc/pkg/talos/factory"
 )
 
-// Environment variables the phases read.
-const (
-	// EnvImageFactory overrides the Image Factory base URL (the installer
-	// images' registry host comes from it).
-	EnvImageFactory = "TALOSC_IMAGE_FACTORY_URL"
-	// EnvTimeScale multiplies every wait budget and polling interval (a
-	// positive number; default 1). talosc-lab, whose machines boot in
-	// seconds, suggests a small one so runs and tests do not sit in 15 s
-	// polls.
-	EnvTimeScale = "TALOSC_TIME_SCALE"
-	// EnvKubeletRepository overrides where check reads the Kubernetes
-	// releases from (the kubelet image repository's tags).
-	EnvKubeletRepository = "TALOSC_KUBELET_REPOSITORY"
-)
+// EnvTimeScale is a test-only knob: it multiplies every wait budget and
+// polling interval (a positive number; default 1), so a test whose node
+// never boots fails in seconds. Nothing else needs it: polls start short
+// and back off (ctxwait.Backoff), so a lab run is fast at scale 1. talosc
+// warns on every run while it is set (TestKnobWarnings).
+const EnvTimeScale = "TALOSC_TIME_SCALE"
 
 // Env is what a phase reads from its environment, resolved once per run.
 type Env struct {
@@ -54,37 +46,47 @@ func NewEnv(lookup func(string) (string, bool)) (*Env, error) {
 	return e, nil
 }
 
+// testKnobs are the environment variables that change talosc's behaviour
+// for tests, with what they change.
+var testKnobs = []struct{ name, does string }{
+	{EnvTimeScale, "multiplies every wait budget and poll interval, safety waits included"},
+	{plugin.EnvTimeout, "replaces every plugin hook's timeout"},
+}
+
+// TestKnobWarnings are the warnings for the test-only knobs set through
+// lookup: every binary prints them on every run (the front door for the
+// phases it runs), so a shell left with a knob exported cannot quietly
+// change a real cluster's run, such as shortening its safety waits.
+func TestKnobWarnings(lookup func(string) (string, bool)) []string {
+	var out []string
+	for _, k := range testKnobs {
+		if v, ok := lookup(k.name); ok && v != "" {
+			out = append(out, fmt.Sprintf("%s=%s is set: a test-only knob that %s; unset it (export -n %s) for a real cluster", k.name, v, k.does, k.name))
+		}
+	}
+	return out
+}
+
 // Scale returns d scaled by TALOSC_TIME_SCALE (at least a millisecond).
 func (e *Env) Scale(d time.Duration) time.Duration {
 	return max(time.Duration(float64(d)*e.scale), time.Millisecond)
 }
 
-// FactoryURL is the Image Factory base URL.
-func (e *Env) FactoryURL() string {
-	if v, ok := e.lookup(EnvImageFactory); ok && v != "" {
-		return v
-	}
-	return factory.DefaultBaseURL
-}
-
-// KubeletRepository is the kubelet image repository check reads the
-// Kubernetes releases from.
-func (e *Env) KubeletRepository() string {
-	if v, ok := e.lookup(EnvKubeletRepository); ok && v != "" {
-		return v
-	}
-	return releases.DefaultKubeletRepository
-}
-
-// Factory returns an Image Factory client whose downloads report progress
-// through progress (nil: silent).
-func (e *Env) Factory(progress func(done, total int64)) (*factory.Client, error) {
-	c, err := factory.New(e.FactoryURL(), factory.Options{Progress: progress})
+// Factory returns a client of the cluster's Image Factory
+// (talos.image_factory) whose downloads report progress through progress
+// (nil: silent).
+func (in *Input) Factory(progress func(done, total int64)) (*factory.Client, error) {
+	u := in.Config.ImageFactoryURL()
+	c, err := factory.New(u, factory.Options{Progress: progress})
 	if err != nil {
-		return nil, fmt.Errorf("image factory %s: %w", e.FactoryURL(), err)
+		return nil, fmt.Errorf("image factory %s (talos.image_factory): %w", u, err)
 	}
 	return c, nil
 }
+
+// minRequestTimeout is the least a scaled cloud request timeout becomes:
+// under a test's time scale a request that hangs costs this, not a minute.
+const minRequestTimeout = 10 * time.Second
 
 // Cloud connects to the cluster's provider once per run, with the run's
 // scaled waits; the provider's warnings go to stderr.
@@ -95,11 +97,13 @@ func (e *Env) Cloud(ctx context.Context, in *Input) (provider.Cloud, error) {
 		case config.ProviderOpenStack:
 			e.cloud, e.err = openstack.Connect(ctx, in.Config, openstack.Options{
 				Wait: e.Scale(openstack.DefaultWait), Poll: e.Scale(openstack.DefaultPoll), Logf: logf,
+				RequestTimeout: max(e.Scale(openstack.DefaultRequestTimeout), minRequestTimeout),
 			})
 		case config.ProviderProxmox:
 			e.cloud, e.err = proxmox.Connect(ctx, in.Config, proxmox.Options{
 				Wait: e.Scale(proxmox.DefaultWait), Poll: e.Scale(proxmox.DefaultPoll),
 				TaskTimeout: max(e.Scale(proxmox.DefaultTaskTimeout), time.Minute), Logf: logf,
+				RequestTimeout: max(e.Scale(proxmox.DefaultRequestTimeout), minRequestTimeout),
 			})
 		default:
 			e.err = &provider.NotAvailableError{Provider: in.Config.Provider(), Phase: "connect"}

@@ -70,8 +70,7 @@ type Input struct {
 	Out      *ui.Printer
 	// ErrOut is the phase's stderr, where a child's progress goes.
 	ErrOut io.Writer
-	// Env is the run's environment: provider connection, Image Factory,
-	// time scale.
+	// Env is the run's environment: provider connection, time scale.
 	Env *Env
 }
 

@@ -21,7 +21,7 @@ import (
 
 // DefaultKubeletRepository is where Sidero Labs publishes the kubelet
 // images Talos runs.
-const DefaultKubeletRepository = "https://ghcr.io/siderolabs/kubelet"
+const DefaultKubeletRepository = config.DefaultKubeletRepository
 
 // DefaultTimeout bounds each request.
 const DefaultTimeout = 30 * time.Second

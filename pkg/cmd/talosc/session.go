@@ -10,6 +10,7 @@ import (
 
 	"github.com/talosc/talosc/pkg/cli"
 	"github.com/talosc/talosc/pkg/config"
+	"github.com/talosc/talosc/pkg/phase"
 	"github.com/talosc/talosc/pkg/plugin"
 	"github.com/talosc/talosc/pkg/state"
 	"github.com/talosc/talosc/pkg/ui"
@@ -81,6 +82,9 @@ func (g *Globals) open(ctx context.Context, mode loadMode) (*session, error) {
 		return nil, cli.Usage(fmt.Errorf("cluster directory %q: %w", g.Dir, err))
 	}
 	s := &session{g: g, dir: dir, out: ui.New(g.Streams.ErrOut, g.Host.Environ)}
+	for _, w := range phase.TestKnobWarnings(g.Host.LookupEnv) {
+		s.out.Warn("%s", w)
+	}
 	s.plugins, err = plugin.Discover(ctx, plugin.DiscoverOptions{
 		PathEnv: g.Host.Getenv("PATH"),
 		Env:     g.Host.Environ,

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 )
 
 func writeExe(t *testing.T, path string) {
@@ -79,6 +81,30 @@ func TestChildEnvOverridesInheritedTalosVariables(t *testing.T) {
 		}
 		if n != 1 {
 			t.Fatalf("%s appears %d times", key, n)
+		}
+	}
+}
+
+// TestOpenWarnsOfTestKnobs: the front door warns on every run while a
+// test-only knob is set (its phases then only report progress), and says
+// nothing of it otherwise.
+func TestOpenWarnsOfTestKnobs(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		environ []string
+		want    bool
+	}{
+		{nil, false},
+		{[]string{"TALOSC_TIME_SCALE="}, false},
+		{[]string{"TALOSC_TIME_SCALE=0.05"}, true},
+	} {
+		s, _, _, errOut := genericiooptions.NewTestIOStreams()
+		g := &Globals{Streams: s, Host: Host{Environ: append([]string{"NO_COLOR=1"}, tc.environ...)}, Dir: t.TempDir()}
+		if _, err := g.open(t.Context(), loadNone); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(errOut.String(), "TALOSC_TIME_SCALE=0.05 is set: a test-only knob"); got != tc.want {
+			t.Errorf("%v: warned %v, want %v; stderr:\n%s", tc.environ, got, tc.want, errOut)
 		}
 	}
 }

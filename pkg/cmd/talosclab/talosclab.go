@@ -187,8 +187,11 @@ func (o *UpOptions) Run(ctx context.Context, s cli.Streams) error {
 	}
 	fmt.Fprintf(s.ErrOut, "%-14s %s\n", "control", st.Control)
 	fmt.Fprintf(s.ErrOut, "cluster dir    %s (%s)\n", o.Dir, strings.Join(files, ", "))
-	fmt.Fprintf(s.ErrOut, "use it with    export TALOSC_IMAGE_FACTORY_URL=%s TALOSC_KUBELET_REPOSITORY=%s TALOSC_TIME_SCALE=0.05; kubectl talosc converge -C %s\n",
-		l.Factory.URL, l.Factory.KubeletRepositoryURL(), o.Dir)
+	if follow != nil { // the followed cloud's cluster.yaml is the user's: name the lab's factory there
+		fmt.Fprintf(s.ErrOut, "in cluster.yaml talos.image_factory: {url: %s, allow_http: true}\n", l.Factory.URL)
+		fmt.Fprintf(s.ErrOut, "               kubernetes.kubelet_repository: {url: %s, allow_http: true}\n", l.Factory.KubeletRepositoryURL())
+	}
+	fmt.Fprintf(s.ErrOut, "use it with    kubectl talosc converge -C %s\n", o.Dir)
 	fmt.Fprintf(s.ErrOut, "talosc-lab: ready in %s (provider %s, cluster directory %s); Ctrl-C stops it\n", time.Since(start).Round(time.Millisecond), o.Provider, o.Dir)
 	<-ctx.Done()
 	fmt.Fprintln(s.ErrOut, "talosc-lab: stopping")

@@ -13,7 +13,6 @@ import (
 
 	"github.com/talosc/talosc/pkg/cli"
 	"github.com/talosc/talosc/pkg/config"
-	"github.com/talosc/talosc/pkg/phase"
 	"github.com/talosc/talosc/pkg/phase/nodes"
 	"github.com/talosc/talosc/pkg/plugin"
 	"github.com/talosc/talosc/pkg/talos/identity"
@@ -96,6 +95,9 @@ func (o *ConfigsOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return cli.Usage(err)
 	}
+	for _, w := range cfg.Warnings {
+		fmt.Fprintf(o.Streams.ErrOut, "WARNING: %s\n", w)
+	}
 	in, err := o.input(cfg)
 	if err != nil {
 		return err
@@ -161,11 +163,7 @@ func (o *ConfigsOptions) input(cfg *config.Cluster) (*machineconfig.Input, error
 		}
 		in.AdvertisedAddress = vip.String()
 	}
-	env, err := phase.NewEnv(o.LookupEnv)
-	if err != nil {
-		return nil, cli.Usage(err)
-	}
-	plan, err := nodes.Installers(cfg, env.FactoryURL())
+	plan, err := nodes.Installers(cfg)
 	if err != nil {
 		return nil, err
 	}

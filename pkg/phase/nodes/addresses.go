@@ -22,6 +22,7 @@ func (r *run) resolveAddresses(ctx context.Context) error {
 		return nil
 	}
 	deadline := time.Now().Add(r.scaled(addressBudget))
+	pause := ctxwait.NewBackoff(r.scaled(addressPoll))
 	for {
 		var missing []string
 		for _, m := range r.desired {
@@ -35,7 +36,7 @@ func (r *run) resolveAddresses(ctx context.Context) error {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("no address reported for %s after %s: check that the machines run and their guest agent answers", strings.Join(missing, ", "), r.scaled(addressBudget))
 		}
-		if err := ctxwait.Sleep(ctx, r.scaled(addressPoll)); err != nil {
+		if err := pause.Sleep(ctx); err != nil {
 			return err
 		}
 		if err := r.obs.refreshInventory(ctx); err != nil {

@@ -20,7 +20,7 @@ func (Phase) Check(ctx context.Context, in *phase.Input) (phase.Report, error) {
 	var rep phase.Report
 	cfg := in.Config
 	talos := phase.Finding{Name: "talos", Configured: cfg.Talos.Version}
-	if fc, err := in.Env.Factory(nil); err != nil {
+	if fc, err := in.Factory(nil); err != nil {
 		rep.Incomplete = append(rep.Incomplete, err.Error())
 	} else if versions, err := fc.Versions(ctx); err != nil {
 		rep.Incomplete = append(rep.Incomplete, fmt.Sprintf("talos releases: %v", err))
@@ -28,7 +28,7 @@ func (Phase) Check(ctx context.Context, in *phase.Input) (phase.Report, error) {
 		talos.Observed, talos.Attention = newest(cfg.Talos.Version, versions)
 	}
 	kubernetes := phase.Finding{Name: "kubernetes", Configured: cfg.Kubernetes.Version}
-	if versions, err := releases.KubernetesVersions(ctx, nil, in.Env.KubeletRepository()); err != nil {
+	if versions, err := releases.KubernetesVersions(ctx, nil, in.Config.KubeletRepositoryURL()); err != nil {
 		rep.Incomplete = append(rep.Incomplete, fmt.Sprintf("kubernetes releases: %v", err))
 	} else {
 		kubernetes.Observed, kubernetes.Attention = newest(cfg.Kubernetes.Version, versions)

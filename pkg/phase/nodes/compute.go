@@ -46,7 +46,7 @@ func (r *run) createMachines(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	fc, err := r.in.Env.Factory(nil)
+	fc, err := r.in.Factory(nil)
 	if err != nil {
 		return err
 	}

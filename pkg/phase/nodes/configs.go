@@ -11,12 +11,13 @@ import (
 	"github.com/talosc/talosc/pkg/talos/machineconfig"
 )
 
-// Installers resolves every pool's installer image at the Image Factory at
-// factoryURL (the registry host of the installer references).
-func Installers(cfg *config.Cluster, factoryURL string) (*factory.InstallerPlan, error) {
-	host, err := factory.RegistryHost(factoryURL)
+// Installers resolves every pool's installer image at the cluster's Image
+// Factory (talos.image_factory: the registry host of the installer
+// references).
+func Installers(cfg *config.Cluster) (*factory.InstallerPlan, error) {
+	host, err := factory.RegistryHost(cfg.ImageFactoryURL())
 	if err != nil {
-		return nil, fmt.Errorf("image factory %s: %w", factoryURL, err)
+		return nil, fmt.Errorf("image factory %s (talos.image_factory): %w", cfg.ImageFactoryURL(), err)
 	}
 	platform, err := factory.PlatformFor(cfg.Provider())
 	if err != nil {
@@ -60,7 +61,7 @@ func ConfigInput(cfg *config.Cluster, id *identity.Identity, advertised string, 
 // configInput is the generation input of the run's nodes and the installer
 // plan it took every pool's installer from; obs.hasEndpoint must hold.
 func (r *run) configInput() (machineconfig.Input, *factory.InstallerPlan, error) {
-	installers, err := Installers(r.cfg, r.in.Env.FactoryURL())
+	installers, err := Installers(r.cfg)
 	if err != nil {
 		return machineconfig.Input{}, nil, err
 	}

@@ -63,8 +63,7 @@ func startLabDir(t *testing.T, o lab.Options, name string) *labDir {
 	}
 	t.Cleanup(func() { _ = l.Close() })
 	d := &labDir{lab: l, dir: t.TempDir(), env: map[string]string{
-		phase.EnvImageFactory: l.Factory.URL,
-		phase.EnvTimeScale:    "0.01",
+		phase.EnvTimeScale: "0.01",
 	}}
 	if _, err := l.WriteClusterDir(d.dir, name); err != nil {
 		t.Fatal(err)

@@ -182,7 +182,7 @@ func (r *run) kubeNodes(ctx context.Context) (nodes []kubeNode, unseen []string,
 // cannot be listed each intermediate minor is taken at v1.<minor>.0. A
 // step go-kubernetes does not support is refused before anything changes.
 func (r *run) kubeSteps(ctx context.Context, lowest, target config.Version) ([]config.Version, error) {
-	repo := r.in.Env.KubeletRepository()
+	repo := r.cfg.KubeletRepositoryURL()
 	rel, err := releases.KubernetesVersions(ctx, nil, repo)
 	if err != nil {
 		r.in.Out.Warn("kubernetes releases could not be listed (%v): each intermediate minor is taken at its first release", err)

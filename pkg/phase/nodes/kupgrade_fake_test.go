@@ -115,12 +115,9 @@ func newKubeFake(t *testing.T, dryRun bool, target string, initial func(m config
 		_, _ = fmt.Fprintf(w, `{"tags": ["%s"]}`, strings.Join(kubeReleases, `","`))
 	}))
 	t.Cleanup(registry.Close)
-	vars := map[string]string{
-		phase.EnvTimeScale:         "0.001",
-		phase.EnvImageFactory:      "http://127.0.0.1:1",
-		phase.EnvKubeletRepository: registry.URL + "/siderolabs/kubelet",
-	}
-	env, err := phase.NewEnv(func(k string) (string, bool) { v, ok := vars[k]; return v, ok })
+	cfg.Talos.ImageFactory = &config.Source{URL: "http://127.0.0.1:1", AllowHTTP: true}
+	cfg.Kubernetes.KubeletRepository = &config.Source{URL: registry.URL + "/siderolabs/kubelet", AllowHTTP: true}
+	env, err := phase.NewEnv(func(k string) (string, bool) { return "0.001", k == phase.EnvTimeScale })
 	if err != nil {
 		t.Fatal(err)
 	}

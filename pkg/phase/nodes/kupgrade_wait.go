@@ -85,14 +85,16 @@ func (r *run) waitKubelet(ctx context.Context, n kubeNode, to config.Version) er
 	})
 }
 
-// waitUntil asks check every poll, for up to budget, until it has nothing
-// left to wait for; an error is waited through (a component restarting
-// takes the API away), and the timeout names what was last missing.
+// waitUntil asks check (backing off from ctxwait.FirstPoll to every poll),
+// for up to budget, until it has nothing left to wait for; an error is
+// waited through (a component restarting takes the API away), and the
+// timeout names what was last missing.
 func (r *run) waitUntil(ctx context.Context, what string, budget, poll time.Duration, check func(context.Context) (string, error)) error {
 	start := time.Now()
 	progress := throttle(func(elapsed time.Duration) {
 		r.in.Out.Info("  still waiting for %s after %s", what, elapsed.Round(time.Second))
 	})
+	pause := ctxwait.NewBackoff(poll)
 	for {
 		missing, err := check(ctx)
 		if err != nil {
@@ -107,7 +109,7 @@ func (r *run) waitUntil(ctx context.Context, what string, budget, poll time.Dura
 			return fmt.Errorf("%s is not upgraded after %s: %s; stopping the upgrade before touching another node", what, budget, missing)
 		}
 		progress(time.Since(start))
-		if err := ctxwait.Sleep(ctx, poll); err != nil {
+		if err := pause.Sleep(ctx); err != nil {
 			return err
 		}
 	}

@@ -132,7 +132,7 @@ func (r *run) etcdAllowsUpgrade(ctx context.Context, ups []talosUpgrade) error {
 // talosUpgrades decides which existing nodes need an upgrade, in desired
 // order (control planes first).
 func (r *run) talosUpgrades() ([]talosUpgrade, error) {
-	installers, err := Installers(r.cfg, r.in.Env.FactoryURL())
+	installers, err := Installers(r.cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -173,11 +173,11 @@ func (r *run) registerPlan(ctx context.Context) error {
 	if r.in.DryRun {
 		return nil
 	}
-	installers, err := Installers(r.cfg, r.in.Env.FactoryURL())
+	installers, err := Installers(r.cfg)
 	if err != nil {
 		return err
 	}
-	fc, err := r.in.Env.Factory(nil)
+	fc, err := r.in.Factory(nil)
 	if err != nil {
 		return err
 	}

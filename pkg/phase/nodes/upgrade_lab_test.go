@@ -86,7 +86,6 @@ func TestTalosUpgradeOnLab(t *testing.T) {
 // API at the pins, with nothing left to do.
 func TestBothUpgradesOnLab(t *testing.T) {
 	d := newLabDir(t)
-	d.env[phase.EnvKubeletRepository] = d.lab.Factory.KubeletRepositoryURL()
 	d.edit(t, "kubernetes:\n  version: v1.35.4\n", "kubernetes:\n  version: v1.34.3\n")
 	if _, stderr, err := d.run(t, phase.ActionConverge); err != nil {
 		t.Fatalf("first converge: %v\n%s", err, stderr)

@@ -57,6 +57,7 @@ func (r *run) rebootInto(ctx context.Context, u talosUpgrade) error {
 func (r *run) installedImage(ctx context.Context, c talosAPI, u talosUpgrade) error {
 	host := u.machine.Hostname
 	deadline := time.Now().Add(r.scaled(settleGrace))
+	pause := ctxwait.NewBackoff(r.scaled(settlePoll))
 	for {
 		v, err := c.Version(ctx, u.address)
 		if err != nil {
@@ -74,7 +75,7 @@ func (r *run) installedImage(ctx context.Context, c talosAPI, u talosUpgrade) er
 			return fmt.Errorf("%s came back on %s (schematic %s), not %s (schematic %s): Talos rolled the upgrade back; stopping the rollout",
 				host, v, shortID(s), u.to, shortID(u.schematic))
 		}
-		if err := ctxwait.Sleep(ctx, r.scaled(settlePoll)); err != nil {
+		if err := pause.Sleep(ctx); err != nil {
 			return err
 		}
 	}

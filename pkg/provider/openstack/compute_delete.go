@@ -210,13 +210,15 @@ func (c *Cloud) deleteServer(ctx context.Context, id string) error {
 // volumeDeletable are the statuses Cinder deletes a volume in.
 var volumeDeletable = []string{"available", "error", "error_restoring", "error_extending", "error_managing"}
 
-// deleteVolume deletes a detached volume and waits, polling every
-// Options.Poll within Options.Wait, until Cinder no longer lists it. A
+// deleteVolume deletes a detached volume and waits, polling (backing off
+// to every Options.Poll) within Options.Wait, until Cinder no longer
+// lists it. A
 // volume Nova is deleting (delete_on_termination) or still detaching is
 // waited for; one Cinder failed to delete is an error.
 func (c *Cloud) deleteVolume(ctx context.Context, id string) error {
 	wait, cancel := context.WithTimeout(ctx, c.opts.Wait)
 	defer cancel()
+	pause := ctxwait.NewBackoff(c.opts.Poll)
 	for {
 		v, err := volumes.Get(wait, c.volume, id).Extract()
 		switch {
@@ -231,7 +233,7 @@ func (c *Cloud) deleteVolume(ctx context.Context, id string) error {
 				return wrap(err, "delete boot volume %s", id)
 			}
 		}
-		if err := ctxwait.Sleep(wait, c.opts.Poll); err != nil {
+		if err := pause.Sleep(wait); err != nil {
 			if ctx.Err() != nil {
 				return fmt.Errorf("boot volume %s: stopped waiting for it to go: %w (status %s)", id, ctx.Err(), v.Status)
 			}

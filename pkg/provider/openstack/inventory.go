@@ -15,6 +15,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
 
 	"github.com/talosc/talosc/pkg/config"
+	"github.com/talosc/talosc/pkg/ctxwait"
 	"github.com/talosc/talosc/pkg/provider"
 )
 
@@ -174,16 +175,18 @@ func fixedAddress(addrs map[string]any, preferred string) netip.Addr {
 	return netip.Addr{}
 }
 
-// waitServers polls the cluster's server list every Options.Poll until done
-// has ended the wait of every server in pending (id → hostname) or
-// Options.Wait has passed. It returns the servers last listed when their
-// wait ended without error, and each failure naming its server.
+// waitServers polls the cluster's server list (backing off from
+// ctxwait.FirstPoll to every Options.Poll) until done has ended the wait
+// of every server in pending (id → hostname) or Options.Wait has passed.
+// It returns the servers last listed when their wait ended without error,
+// and each failure naming its server.
 func (c *Cloud) waitServers(ctx context.Context, cluster string, pending map[string]string, want string, done func(*servers.Server) (bool, error)) (map[string]servers.Server, error) {
 	wait, cancel := context.WithTimeout(ctx, c.opts.Wait)
 	defer cancel()
 	finished := map[string]servers.Server{}
 	status := map[string]string{}
 	var errs []error
+	pause := ctxwait.NewBackoff(c.opts.Poll)
 	for len(pending) > 0 {
 		list, err := c.ownedServers(wait, cluster)
 		if err != nil && wait.Err() == nil {
@@ -224,7 +227,7 @@ func (c *Cloud) waitServers(ctx context.Context, cluster string, pending map[str
 				errs = append(errs, fmt.Errorf("server %s (%s): %s (status %s)", pending[id], id, reason, cmp.Or(status[id], "unknown")))
 			}
 			return finished, errors.Join(errs...)
-		case <-time.After(c.opts.Poll):
+		case <-time.After(pause.Next()):
 		}
 	}
 	return finished, errors.Join(errs...)

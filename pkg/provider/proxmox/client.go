@@ -15,6 +15,7 @@ import (
 	goproxmox "github.com/luthermonson/go-proxmox"
 
 	"github.com/talosc/talosc/pkg/config"
+	"github.com/talosc/talosc/pkg/ctxwait"
 	"github.com/talosc/talosc/pkg/provider"
 )
 
@@ -149,14 +150,27 @@ func httpClient(v config.TLSVerify, dir string, o Options) (*http.Client, error)
 	}}, nil
 }
 
-// wait waits for task within the task timeout. go-proxmox counts a task
-// ending "WARNINGS: N" as a success, as Proxmox does (reference §5.3); any
-// other non-OK ending is an error naming what the task did.
+// wait waits for task within the task timeout, its status read after
+// pauses that back off from ctxwait.FirstPoll to Options.Poll (a task of
+// the lab ends in milliseconds, an ISO download in minutes). go-proxmox
+// counts a task ending "WARNINGS: N" as a success, as Proxmox does
+// (reference §5.3); any other non-OK ending is an error naming what the
+// task did.
 func (c *Cloud) wait(ctx context.Context, what string, task *goproxmox.Task) error {
-	if err := task.Wait(ctx, c.opts.Poll, c.opts.TaskTimeout); err != nil {
-		return fmt.Errorf("%s (task %s): %w", what, task.UPID, err)
+	deadline := time.Now().Add(c.opts.TaskTimeout)
+	pause := ctxwait.NewBackoff(c.opts.Poll)
+	for {
+		// One status read, then ErrTimeout after the pause: go-proxmox
+		// still decides what a finished task's status means.
+		d := max(min(pause.Next(), time.Until(deadline)), time.Millisecond)
+		err := task.Wait(ctx, d, d)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, goproxmox.ErrTimeout) || !time.Now().Before(deadline) {
+			return fmt.Errorf("%s (task %s): %w", what, task.UPID, err)
+		}
 	}
-	return nil
 }
 
 // Project is "" on Proxmox.

@@ -251,6 +251,7 @@ func (c *Cloud) applySDN(ctx context.Context, plan *provider.Plan) error {
 // Options.Wait when shorter.
 func (c *Cloud) verifyVNet(ctx context.Context, vnet string, env *Environment) error {
 	deadline := time.Now().Add(min(sdnBridgeWait, c.opts.Wait))
+	pause := ctxwait.NewBackoff(c.opts.Poll)
 	for {
 		var missing []string
 		for _, n := range env.Nodes {
@@ -269,7 +270,7 @@ func (c *Cloud) verifyVNet(ctx context.Context, vnet string, env *Environment) e
 			return fmt.Errorf("proxmox: the SDN VNet bridge %s does not exist on node(s) %s after the SDN apply; check the nodes' network reload (Datacenter > SDN, node task log)",
 				vnet, strings.Join(missing, ", "))
 		}
-		if err := ctxwait.Sleep(ctx, c.opts.Poll); err != nil {
+		if err := pause.Sleep(ctx); err != nil {
 			return err
 		}
 	}

@@ -12,12 +12,15 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/talosc/talosc/pkg/config"
+	"github.com/talosc/talosc/pkg/ctxwait"
 )
 
-// DefaultBaseURL is the public Image Factory. Callers honour the
-// TALOSC_IMAGE_FACTORY_URL override; this package never reads the
+// DefaultBaseURL is the public Image Factory. Callers pass the cluster's
+// (config.Cluster.ImageFactoryURL); this package never reads the
 // environment.
-const DefaultBaseURL = "https://factory.talos.dev"
+const DefaultBaseURL = config.DefaultImageFactory
 
 // Defaults for the zero Options fields.
 const (
@@ -170,9 +173,50 @@ func (c *Client) endpoint(segments ...string) string {
 	return c.base.JoinPath(segments...).String()
 }
 
-// call sends one API request bounded by the client's timeout and decodes
-// the JSON response into out. A non-nil body is sent as YAML.
+// apiAttempts is how many times an API call is sent when its answer is a
+// transient failure.
+const apiAttempts = 4
+
+// call sends an API request and decodes the JSON response into out,
+// asking again (up to apiAttempts times, backing off) after a transient
+// failure: no answer, a reset, a timed-out attempt, 429, 502, 503 or 504.
+// Both API calls are idempotent, a lost answer included: GET /versions
+// reads, and POST /schematics is content-addressed (the same schematic
+// always gets the same id, registered once).
 func (c *Client) call(ctx context.Context, method, u string, body []byte, out any) error {
+	pause := 250 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err := c.callOnce(ctx, method, u, body, out)
+		if err == nil || attempt == apiAttempts || ctx.Err() != nil || !transient(err) {
+			return err
+		}
+		if err := ctxwait.Sleep(ctx, pause); err != nil {
+			return err
+		}
+		pause *= 2
+	}
+}
+
+// transient reports a failed attempt worth another: anything but an answer
+// that is not 429, 502, 503 or 504 (an error answer decides; so does a
+// response that cannot be decoded).
+func transient(err error) bool {
+	if he, ok := errors.AsType[*HTTPError](err); ok {
+		switch he.StatusCode {
+		case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+			return true
+		}
+		return false
+	}
+	return errors.Is(err, errNoAnswer)
+}
+
+// errNoAnswer marks an attempt that got no (whole) answer.
+var errNoAnswer = errors.New("no answer")
+
+// callOnce sends one API request bounded by the client's timeout and
+// decodes the JSON response into out. A non-nil body is sent as YAML.
+func (c *Client) callOnce(ctx context.Context, method, u string, body []byte, out any) error {
 	ctx, cancel := context.WithTimeoutCause(ctx, c.timeout,
 		fmt.Errorf("timed out after %s: %w", c.timeout, context.DeadlineExceeded))
 	defer cancel()
@@ -191,7 +235,7 @@ func (c *Client) call(ctx context.Context, method, u string, body []byte, out an
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return requestError(ctx, method, u, err)
+		return fmt.Errorf("%w (%w)", requestError(ctx, method, u, err), errNoAnswer)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
@@ -199,7 +243,7 @@ func (c *Client) call(ctx context.Context, method, u string, body []byte, out an
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxJSONBody+1))
 	if err != nil {
-		return requestError(ctx, method, u, err)
+		return fmt.Errorf("%w (%w)", requestError(ctx, method, u, err), errNoAnswer)
 	}
 	if len(data) > maxJSONBody {
 		return fmt.Errorf("%s %s: response larger than %d bytes", method, u, maxJSONBody)

@@ -168,10 +168,18 @@ func applyStep(err error, inDoubt bool) step {
 	return applyFailed
 }
 
-// answerLost reports an Unavailable error after the call may have reached
-// the node (the connection broke); a failed dial never sent it.
+// answerLost reports an error after the call may have reached the node:
+// Unavailable once the connection broke (a failed dial never sent it), or
+// DeadlineExceeded, which apid or a proxy answers for a node that took the
+// call and did not answer in time.
 func answerLost(err error) bool {
-	return status.Code(err) == codes.Unavailable && !strings.Contains(err.Error(), "while dialing")
+	switch status.Code(err) { //nolint:exhaustive // everything else is an answer
+	case codes.Unavailable:
+		return !strings.Contains(err.Error(), "while dialing")
+	case codes.DeadlineExceeded:
+		return true
+	}
+	return false
 }
 
 // nodeStatus is the gRPC status the node answered with, under the

@@ -46,7 +46,8 @@ func (c *Client) bootID(ctx context.Context) (string, error) {
 	return id, nil
 }
 
-// WaitRebooted polls node's boot id every poll until it differs from
+// WaitRebooted polls node's boot id (backing off from ctxwait.FirstPoll to
+// every poll) until it differs from
 // previousBootID (read before the action that reboots it), for up to
 // budget. The node may be unreachable in between, or never be seen down:
 // only the new id counts. progress, if not nil, is told the time waited

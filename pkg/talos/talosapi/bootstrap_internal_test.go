@@ -20,6 +20,7 @@ func TestBootstrapAnswers(t *testing.T) {
 		{status.Error(codes.FailedPrecondition, "bootstrap is not available yet"), false, true},
 		{status.Error(codes.Unavailable, "connection refused"), false, true},
 		{status.Error(codes.Unimplemented, "bootstrap is only available on control plane nodes"), false, false},
+		{status.Error(codes.DeadlineExceeded, "injected fault: gateway timeout"), false, true},
 		{errors.New("timed out"), false, false},
 	} {
 		if got := alreadyBootstrapped(tc.err); got != tc.already {

@@ -37,8 +37,9 @@ func (c *Client) version(ctx context.Context) (string, error) {
 	return msgs[0].GetVersion().GetTag(), nil
 }
 
-// WaitReachable polls node's Version every poll until apid answers, for up
-// to budget (the reference: ReachableBudget, ReachablePoll). progress, if
+// WaitReachable polls node's Version until apid answers, for up to budget
+// (the reference: ReachableBudget, ReachablePoll), the pauses backing off
+// from ctxwait.FirstPoll to poll. progress, if
 // not nil, is told the time waited after every failed attempt.
 func (c *Client) WaitReachable(ctx context.Context, node string, budget, poll time.Duration, progress func(elapsed time.Duration)) error {
 	start := time.Now()
@@ -62,7 +63,8 @@ func (c *Client) WaitReachable(ctx context.Context, node string, budget, poll ti
 // (I-8): an already bootstrapped node ("AlreadyExists", "already", "not
 // empty") is success. While Talos answers that bootstrap is not available
 // yet (FailedPrecondition) or cannot be reached (Unavailable), it retries
-// every Options.RetryInterval for up to budget (the reference:
+// for up to budget, backing off from ctxwait.FirstPoll to every
+// Options.RetryInterval (the reference:
 // BootstrapBudget).
 func (c *Client) Bootstrap(ctx context.Context, node string, budget time.Duration) error {
 	return pollUntil(ctx, budget, c.opts.RetryInterval, func(ctx context.Context) (bool, error) {
@@ -90,7 +92,9 @@ func retryBootstrap(err error) bool {
 	case codes.FailedPrecondition, codes.Unavailable:
 		return true
 	}
-	return false
+	// A lost answer: asked again, a node that did bootstrap answers that
+	// it already is.
+	return answerLost(err)
 }
 
 // Kubeconfig returns an admin kubeconfig from node, which must be a real

@@ -103,7 +103,9 @@ func Dial(ctx context.Context, id *identity.Identity, clusterName, endpoint stri
 	}
 	bo := backoff.DefaultConfig
 	bo.MaxDelay = o.MaxReconnectDelay
-	bo.BaseDelay = min(bo.BaseDelay, o.MaxReconnectDelay)
+	// Reconnect soon after a refused attempt (a node that is booting
+	// answers within a second), backing off to the cap.
+	bo.BaseDelay = min(ctxwait.FirstPoll, o.MaxReconnectDelay)
 	// A connection attempt may take as long as a call (gRPC bounds it by
 	// the larger of this and the current backoff).
 	c, err := client.New(ctx, client.WithConfig(tc), client.WithGRPCDialOptions(
@@ -182,12 +184,14 @@ func ranOut(ctx context.Context, err error) bool {
 	return ok && status.Code(err) == codes.DeadlineExceeded && time.Until(dl) < deadlineSlack
 }
 
-// pollUntil calls attempt every interval until it reports done or budget
-// runs out; it returns attempt's last error then (attempt returns an error
-// whenever it is not done), or the context's.
+// pollUntil calls attempt until it reports done or budget runs out, the
+// pauses backing off from ctxwait.FirstPoll to interval; it returns
+// attempt's last error then (attempt returns an error whenever it is not
+// done), or the context's.
 func pollUntil(ctx context.Context, budget, interval time.Duration, attempt func(context.Context) (done bool, err error)) error {
 	bctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
+	pause := ctxwait.NewBackoff(interval)
 	for {
 		done, err := attempt(bctx)
 		if done && err != nil && bctx.Err() != nil && ctx.Err() == nil {
@@ -196,7 +200,7 @@ func pollUntil(ctx context.Context, budget, interval time.Duration, attempt func
 		if done {
 			return err
 		}
-		if ctxwait.Sleep(bctx, interval) != nil {
+		if pause.Sleep(bctx) != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}

@@ -70,6 +70,34 @@ func TestBootstrapLifecycle(t *testing.T) {
 	}
 }
 
+// TestBootstrapAnswerLost: a Bootstrap the node carried out but whose
+// answer was lost (504 at a proxy: DeadlineExceeded; a reset: Unavailable)
+// is asked again, and the node's "already" ends it: one etcd, bootstrapped
+// once.
+func TestBootstrapAnswerLost(t *testing.T) {
+	t.Parallel()
+	for _, lost := range []labnet.Fault{{Status: http.StatusGatewayTimeout}, {Reset: true}} {
+		inj := labnet.NewInjector(labnet.Knobs{})
+		// services up as apid is: the first Bootstrap is carried out
+		timing := talosnode.Timing{Boot: time.Millisecond, Services: time.Millisecond, HealthPoll: 10 * time.Millisecond}
+		c := newCluster(t, 1, 0, talosnode.Options{Injector: inj, Timing: timing})
+		c.booted(cp1, talosnode.Knobs{})
+		time.Sleep(200 * time.Millisecond) // well past Services
+		cl := c.dial(cp1, talosapi.Options{})
+		lost.Service, lost.PathPrefix, lost.Nth, lost.After = talosnode.ServiceName, "/machine.MachineService/Bootstrap", 1, true
+		inj.Set(labnet.Knobs{Faults: []labnet.Fault{lost}})
+		if err := cl.Bootstrap(t.Context(), c.addr(cp1), 5*time.Second); err != nil {
+			t.Fatalf("Bootstrap whose first answer was lost (%+v): %v", lost, err)
+		}
+		if ok, again := c.bootstraps(codes.OK), c.bootstraps(codes.AlreadyExists); again != 1 {
+			t.Errorf("lost %+v: Bootstrap calls answered %d OK, %d AlreadyExists; want the retry to meet AlreadyExists", lost, ok, again)
+		}
+		if twice := c.nodes[cp1].Cluster().DoubleBootstrapped(); len(twice) > 0 {
+			t.Errorf("etcd bootstrapped twice on %v", twice)
+		}
+	}
+}
+
 // TestBootstrapFinalAnswerIsNotRetried: only "not available yet" and an
 // unreachable node are retried; a worker's refusal ends Bootstrap at once.
 func TestBootstrapFinalAnswerIsNotRetried(t *testing.T) {
