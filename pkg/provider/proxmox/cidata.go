@@ -105,7 +105,7 @@ func (c *Cloud) uploadCidata(ctx context.Context, cluster *config.Cluster, node,
 		if err != nil {
 			return err
 		}
-		return c.wait(ctx, what, goproxmox.NewTask(upid, c.client))
+		return c.wait(ctx, "its import", goproxmox.NewTask(upid, c.client))
 	}, func(context.Context) (bool, error) { return false, nil })
 	if err != nil {
 		return fmt.Errorf("%s (proxmox.cidata_storage): %w", what, err)

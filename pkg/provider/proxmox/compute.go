@@ -338,11 +338,14 @@ func (c *Cloud) startVM(ctx context.Context, vm vmTarget, why string, plan *prov
 func (c *Cloud) power(ctx context.Context, vm vmTarget, op string) error {
 	defer c.configs.forget(vm.node, vm.vmid) // a start applies pending changes
 	what := fmt.Sprintf("%s VM %d on %s", op, vm.vmid, vm.node)
-	return c.settle(ctx, what, func(ctx context.Context) error {
+	started := false // a task's error names the call already
+	err := c.settle(ctx, what, func(ctx context.Context) error {
 		var upid goproxmox.UPID
+		started = false
 		if err := c.client.Post(ctx, vmPath(vm.node, vm.vmid)+"/status/"+op, nil, &upid); err != nil {
-			return fmt.Errorf("%s: %w", what, err)
+			return err
 		}
+		started = true
 		return c.wait(ctx, what, goproxmox.NewTask(upid, c.client))
 	}, func(ctx context.Context) (bool, error) {
 		if err := c.awaitTasks(ctx, vm.node, "qm"+op, strconv.Itoa(vm.vmid)); err != nil {
@@ -359,6 +362,10 @@ func (c *Cloud) power(ctx context.Context, vm vmTarget, op string) error {
 		v, err := c.readConfigs(ctx, vm.host, vm.node, vm.vmid)
 		return err == nil && maps.Equal(v.next, v.running), err
 	})
+	if err != nil && !started {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return err
 }
 
 // vmStatus reads whether a VM is running or stopped.

@@ -113,11 +113,14 @@ func (c *Cloud) destroyVM(ctx context.Context, cluster *config.Cluster, vm vmTar
 	what := fmt.Sprintf("delete VM %d on %s", vm.vmid, vm.node)
 	// A delete whose answer was lost is judged by the VM being gone once
 	// the destroy task it may have started has ended.
+	started := false // a task's error names the call already
 	err = c.settle(ctx, what, func(ctx context.Context) error {
 		var upid goproxmox.UPID
+		started = false
 		if err := c.client.Delete(ctx, vmPath(vm.node, vm.vmid)+"?purge=1&destroy-unreferenced-disks=1", &upid); err != nil {
-			return fmt.Errorf("%s: %w", what, err)
+			return err
 		}
+		started = true
 		return c.wait(ctx, what, goproxmox.NewTask(upid, c.client))
 	}, func(ctx context.Context) (bool, error) {
 		if err := c.awaitTasks(ctx, vm.node, "qmdestroy", strconv.Itoa(vm.vmid)); err != nil {
@@ -126,6 +129,9 @@ func (c *Cloud) destroyVM(ctx context.Context, cluster *config.Cluster, vm vmTar
 		_, found, err := c.vmConf(ctx, vm.node, vm.vmid)
 		return !found && err == nil, err
 	})
+	if err != nil && !started {
+		return fmt.Errorf("%s: %w", what, err)
+	}
 	if err != nil {
 		return err
 	}
