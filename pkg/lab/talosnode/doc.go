@@ -53,7 +53,10 @@
 //     only an installer image installs), ImagePull (into the CRI's
 //     containerd), Reboot, Shutdown, ServiceList (apid, containerd, cri,
 //     etcd, kubelet, machined, trustd, udevd as the simulation runs them),
-//     Read (only the kernel's boot id, new at every boot) and Events (the
+//     Read (only the kernel's boot id, new at every boot), List (of
+//     /var/lib: the CRI's and kubelet's directories and, on a control
+//     plane, /var/lib/etcd, holding "member" once etcd has data: empty
+//     before bootstrap, as real Talos's Bootstrap checks) and Events (the
 //     reset sequence's: start, stopAllServices, a failure);
 //     ImageService.Pull (any image reference, Kubernetes images included,
 //     into the containerd store the request names, answering the

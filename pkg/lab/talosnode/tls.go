@@ -112,7 +112,7 @@ func methodRoles(method string) role.Set {
 	switch method {
 	case "/machine.MachineService/Version", "/machine.MachineService/ServiceList",
 		"/machine.MachineService/EtcdMemberList", "/machine.MachineService/EtcdStatus",
-		"/machine.MachineService/Events",
+		"/machine.MachineService/Events", "/machine.MachineService/List",
 		"/cluster.ClusterService/HealthCheck",
 		"/cosi.resource.State/Get", "/cosi.resource.State/List", "/cosi.resource.State/Watch":
 		return all

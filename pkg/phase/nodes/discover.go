@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/phase/preflight"
 	"github.com/talosc/talosc/pkg/phase/sections"
 	"github.com/talosc/talosc/pkg/state"
@@ -67,76 +68,115 @@ func (r *run) ensureIdentity(ctx context.Context) error {
 }
 
 // discover decides whether the cluster is up (I-3..I-6): a kubeconfig
-// whose API answers within three probes. With machines but no kubeconfig,
-// the kubeconfig is recovered from the first control plane first. A
-// kubeconfig whose API never answers, with machines, is an existing but
-// unreachable cluster: nothing of the nodes is touched and the run fails.
+// whose API answers within three probes. Otherwise, with machines, it asks
+// the control planes whether etcd ever ran (decideEtcd), since a Talos
+// control plane serves a kubeconfig whether or not it was bootstrapped:
+//   - it ran: an existing cluster. Without a kubeconfig, one is recovered
+//     from the first control plane (I-4); an API that still does not
+//     answer is an existing but unreachable cluster: nothing of the nodes
+//     is touched and the run fails (I-6);
+//   - it never ran on any control plane: an interrupted first run (I-5),
+//     bootstrapped like a fresh one; a kubeconfig a killed run recovered
+//     is stale and replaced by the one fetched after bootstrap;
+//   - unknown (a control plane unreadable): the run fails, touching
+//     nothing.
+//
+// A plan reads the same evidence and reports the same decision.
 func (r *run) discover(ctx context.Context) error {
 	path, has := r.obs.kubeconfigPath()
-	if !has && len(r.obs.inv.Machines) > 0 {
-		if r.in.DryRun {
-			r.in.Out.Info("would recover the kubeconfig from %s", r.cp1().Hostname)
+	var probeErr error
+	if has {
+		up, err := r.probe(ctx)
+		if up {
+			r.markUp(ctx)
 			return nil
 		}
-		recovered, err := r.recoverKubeconfig(ctx, path)
-		if err != nil || !recovered {
-			return err
-		}
-		has = true
-	}
-	if !has {
-		return nil
-	}
-	kc, err := r.obs.kubeClient()
-	if err != nil {
-		return err
-	}
-	up, probeErr := kc.Probe(ctx, probeAttempts, r.scaled(probeInterval))
-	if up {
-		r.out.Up, r.out.Bootstrapped = true, true
-		r.obs.refreshNodes(ctx)
-		return nil
+		probeErr = err
 	}
 	if len(r.obs.inv.Machines) == 0 {
-		return nil // a stale kubeconfig of a destroyed cluster
+		return nil // a fresh cluster; a kubeconfig left is a destroyed cluster's
+	}
+	verdict, why := decideEtcd(r.readEtcd(ctx))
+	switch verdict {
+	case etcdNeverRan:
+		return r.interruptedFirstRun(path, has, why)
+	case etcdUnknown:
+		r.in.Out.Warn("%d machine(s) already exist and the Kubernetes API did not answer, but whether etcd was ever bootstrapped could not be read: %s", len(r.obs.inv.Machines), why)
+		r.in.Out.Warn("refusing to bootstrap a cluster that may exist; deferring plugin converge hooks")
+		return fmt.Errorf("cluster state unknown: etcd could not be read on every control plane (%s) -- not bootstrapping; check that every control plane's Talos API answers and re-run", why)
 	}
 	r.out.Bootstrapped = true
-	r.in.Out.Warn("%d machine(s) already exist and %s exists, but the Kubernetes API never answered: this is NOT a fresh cluster", len(r.obs.inv.Machines), path)
+	if !has {
+		if r.in.DryRun {
+			r.in.Out.Info("would recover the kubeconfig from %s (etcd ran: %s)", r.cp1().Hostname, why)
+			return nil
+		}
+		if err := r.recoverKubeconfig(ctx, path); err != nil {
+			return fmt.Errorf("cluster not up: existing (etcd ran: %s) but its %s could not be recovered -- not bootstrapping: %w; re-run", why, config.KubeconfigFile, err)
+		}
+		up, err := r.probe(ctx)
+		if up {
+			r.in.Out.Info("recovered %s from %s", path, r.cp1().Hostname)
+			r.markUp(ctx)
+			return nil
+		}
+		probeErr = err
+	}
+	r.in.Out.Warn("%d machine(s) already exist and etcd ran (%s), but the Kubernetes API never answered: this is NOT a fresh cluster", len(r.obs.inv.Machines), why)
 	r.in.Out.Warn("refusing to recreate nodes or bootstrap an existing but unreachable cluster; deferring plugin converge hooks")
 	return fmt.Errorf("cluster not up: existing but unreachable -- not bootstrapping (last probe: %w); check the network path to the API and re-run", probeErr)
 }
 
+// probe asks the kubeconfig's API, three times at most.
+func (r *run) probe(ctx context.Context) (bool, error) {
+	kc, err := r.obs.kubeClient()
+	if err != nil {
+		return false, err
+	}
+	return kc.Probe(ctx, probeAttempts, r.scaled(probeInterval))
+}
+
+// markUp records an up cluster and lists its nodes.
+func (r *run) markUp(ctx context.Context) {
+	r.out.Up, r.out.Bootstrapped = true, true
+	r.obs.refreshNodes(ctx)
+}
+
+// interruptedFirstRun lets the bootstrap step run on a cluster whose
+// etcd never ran, after removing the stale kubeconfig a killed run may
+// have recovered (a plan only says so).
+func (r *run) interruptedFirstRun(path string, has bool, why string) error {
+	r.in.Out.Info("no control plane's etcd ever ran (%s): an interrupted first run, bootstrapping", why)
+	if !has {
+		return nil
+	}
+	if r.in.DryRun {
+		r.in.Out.Info("would replace the stale %s with the one fetched after bootstrap", path)
+		return nil
+	}
+	r.obs.forgetKube()
+	if err := os.Remove(path); err != nil {
+		return fmt.Errorf("remove the stale %s: %w", path, err)
+	}
+	return nil
+}
+
 // recoverKubeconfig fetches the kubeconfig from the first control plane
-// (I-4). An unreachable node or an API that does not answer with it means
-// an interrupted first run (I-5): the file is removed and the cluster is
-// treated as fresh.
-func (r *run) recoverKubeconfig(ctx context.Context, path string) (bool, error) {
+// of a cluster whose etcd ran (I-4) and writes it.
+func (r *run) recoverKubeconfig(ctx context.Context, path string) error {
 	c, cp1, err := r.obs.talosSession(ctx)
 	if err != nil {
-		return false, nil //nolint:nilerr // no address yet: nothing to recover from
+		return err
 	}
-	if err := c.WaitReachable(ctx, cp1, r.scaled(reachableBudget), r.scaled(reachablePoll), nil); err != nil {
-		r.in.Out.Warn("kubeconfig recovery: %v", err)
-		return false, nil
+	if err := c.WaitReachable(ctx, cp1, r.scaled(reachableBudget), r.scaled(reachablePoll), r.waiting(r.cp1().Hostname)); err != nil {
+		return err
 	}
 	data, err := c.Kubeconfig(ctx, cp1)
 	if err != nil {
-		r.in.Out.Warn("kubeconfig recovery: %v", err)
-		return false, nil
-	}
-	if err := identity.WriteKubeconfig(path, data); err != nil {
-		return false, err
+		return err
 	}
 	r.obs.forgetKube()
-	if kc, err := r.obs.kubeClient(); err == nil {
-		if up, _ := kc.Probe(ctx, probeAttempts, r.scaled(probeInterval)); up {
-			r.in.Out.Info("recovered %s from %s", path, r.cp1().Hostname)
-			return true, nil
-		}
-	}
-	r.in.Out.Info("%s answers but its Kubernetes API does not: an interrupted first run, bootstrapping", r.cp1().Hostname)
-	r.obs.forgetKube()
-	return false, os.Remove(path)
+	return identity.WriteKubeconfig(path, data)
 }
 
 // checkVersions reads what an up cluster runs: every existing node's

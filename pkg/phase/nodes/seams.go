@@ -24,6 +24,7 @@ type talosAPI interface {
 	Bootstrap(ctx context.Context, node string, budget time.Duration) error
 	Kubeconfig(ctx context.Context, node string) ([]byte, error)
 	EtcdMembers(ctx context.Context, node string) ([]talosapi.Member, error)
+	EtcdState(ctx context.Context, node string) (talosapi.EtcdState, error)
 	EtcdRemoveMember(ctx context.Context, node string, id uint64) error
 	EtcdForfeitLeadership(ctx context.Context, node string) error
 	Reset(ctx context.Context, node string, o talosapi.ResetOptions) error

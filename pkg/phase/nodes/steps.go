@@ -68,10 +68,11 @@ func (r *run) isUp() bool { return r.out.Up }
 // isRealRun reports a converge that mutates (not a plan).
 func (r *run) isRealRun() bool { return !r.in.DryRun }
 
-// notUp: a cluster whose API did not answer at discover is bootstrapped
-// (an existing but unreachable one failed at discover already); a plan
-// records the bootstrap.
-func (r *run) notUp() bool { return !r.out.Up }
+// notUp: a cluster whose API did not answer at discover and whose etcd
+// never ran is bootstrapped (an existing but unreachable one failed at
+// discover already; a plan of one whose kubeconfig is to be recovered
+// bootstraps nothing); a plan records the bootstrap.
+func (r *run) notUp() bool { return !r.out.Up && !r.out.Bootstrapped }
 
 // rebootWanted: a cluster that is up (a plan of one lists the restarts),
 // or a converge that just made it healthy.

@@ -2,6 +2,7 @@ package talosapi
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"google.golang.org/grpc/codes"
@@ -15,8 +16,12 @@ func TestBootstrapAnswers(t *testing.T) {
 		already, retry bool
 	}{
 		{status.Error(codes.AlreadyExists, "etcd data directory is not empty"), true, false},
-		{status.Error(codes.Unknown, "etcd data directory is not empty"), true, false},
-		{status.Error(codes.FailedPrecondition, "cluster is already bootstrapped"), true, true},
+		{status.Error(codes.AlreadyExists, "injected fault: conflict"), true, false},
+		{fmt.Errorf("talos Bootstrap on 127.0.0.1: %w", status.Error(codes.AlreadyExists, "etcd data directory is not empty")), true, false},
+		{status.Error(codes.Unknown, "etcd data directory is not empty"), false, false},
+		{status.Error(codes.FailedPrecondition, "cluster is already bootstrapped"), false, true},
+		{status.Error(codes.Internal, "already bootstrapped, data directory not empty"), false, false},
+		{errors.New("etcd data directory is not empty"), false, false},
 		{status.Error(codes.FailedPrecondition, "bootstrap is not available yet"), false, true},
 		{status.Error(codes.Unavailable, "connection refused"), false, true},
 		{status.Error(codes.Unimplemented, "bootstrap is only available on control plane nodes"), false, false},

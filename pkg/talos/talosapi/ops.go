@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	clusterapi "github.com/siderolabs/talos/pkg/machinery/api/cluster"
@@ -60,8 +59,7 @@ func (c *Client) WaitReachable(ctx context.Context, node string, budget, poll ti
 }
 
 // Bootstrap bootstraps etcd on the control plane node. It is idempotent
-// (I-8): an already bootstrapped node ("AlreadyExists", "already", "not
-// empty") is success. While Talos answers that bootstrap is not available
+// (I-8): an already bootstrapped node (AlreadyExists) is success. While Talos answers that bootstrap is not available
 // yet (FailedPrecondition) or cannot be reached (Unavailable), it retries
 // for up to budget, backing off from ctxwait.FirstPoll to every
 // Options.RetryInterval (the reference:
@@ -79,11 +77,15 @@ func (c *Client) Bootstrap(ctx context.Context, node string, budget time.Duratio
 	})
 }
 
-// alreadyBootstrapped reports Talos's answers for a bootstrapped node.
+// alreadyBootstrapped reports Talos's answer for a bootstrapped node,
+// decided by the gRPC code alone: machined's Bootstrap answers
+// AlreadyExists ("etcd data directory is not empty") when the node's etcd
+// has data (Talos v1.13 v1alpha1_server.go). The same words with another
+// code (Unknown, from the bootstrapper when a concurrent bootstrap filled
+// the directory first) or any other "already" text prove nothing: they
+// fail the call, and the next converge reads the node's etcd.
 func alreadyBootstrapped(err error) bool {
-	st, _ := status.FromError(err)
-	msg := st.Message()
-	return st.Code() == codes.AlreadyExists || strings.Contains(msg, "already") || strings.Contains(msg, "not empty")
+	return status.Code(err) == codes.AlreadyExists
 }
 
 // retryBootstrap reports the answers worth another Bootstrap attempt.
