@@ -64,15 +64,23 @@ type seams struct {
 	openKube  func(path string) (kubeAPI, error)
 }
 
-// minKubeTimeout is the least a Kubernetes request is given, however
-// small TALOSC_TIME_SCALE is.
-const minKubeTimeout = 2 * time.Second
+// The least a request is given, however small TALOSC_TIME_SCALE is: a
+// Kubernetes or Talos call, and a Talos pull or installer run. (Under a
+// test's time scale a hung call then costs seconds, not the real bound.)
+const (
+	minKubeTimeout        = 2 * time.Second
+	minTalosTimeout       = 5 * time.Second
+	minTalosStreamTimeout = 30 * time.Second
+)
 
 // defaultSeams are the real clients with the run's scaled timeouts.
 func defaultSeams(env *phase.Env) seams {
 	return seams{
 		dialTalos: func(ctx context.Context, id *identity.Identity, cluster, endpoint string) (talosAPI, error) {
 			return talosapi.Dial(ctx, id, cluster, endpoint, talosapi.Options{
+				CallTimeout:       max(env.Scale(talosapi.DefaultCallTimeout), minTalosTimeout),
+				PullTimeout:       max(env.Scale(talosapi.DefaultPullTimeout), minTalosStreamTimeout),
+				InstallTimeout:    max(env.Scale(talosapi.DefaultInstallTimeout), minTalosStreamTimeout),
 				RetryInterval:     env.Scale(talosapi.DefaultRetryInterval),
 				MaxReconnectDelay: env.Scale(talosapi.DefaultMaxReconnectDelay),
 			})
