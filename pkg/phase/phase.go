@@ -8,6 +8,7 @@ import (
 	"context"
 	"io"
 	"slices"
+	"time"
 
 	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/state"
@@ -124,11 +125,17 @@ func (e *ConfirmError) Error() string {
 
 // Validated is the fact a phase records when it ran the whole-run
 // validation before its first mutation: the later phases of the same run
-// need not repeat it. It holds for the cluster.yaml it was made from.
+// need not repeat it. It holds only for the run it was made in
+// (sections.Upstream): the same cluster.yaml and mode, the same machines,
+// and made moments ago.
 type Validated struct {
 	// Fingerprint identifies the loaded cluster.yaml (secrets redacted)
 	// and the run's mode.
 	Fingerprint string `json:"fingerprint"`
+	// Inventory identifies the owned machines the validation saw.
+	Inventory string `json:"inventory"`
+	// At is when the validation ran.
+	At time.Time `json:"at"`
 	// Removals are the machines the run confirmed removing.
 	Removals []string `json:"removals,omitempty"`
 }

@@ -7,6 +7,7 @@ package network
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/talosc/talosc/pkg/phase"
 	"github.com/talosc/talosc/pkg/phase/sections"
@@ -30,7 +31,11 @@ func (Phase) Converge(ctx context.Context, in *phase.Input, sec *state.Section) 
 		return err
 	}
 	var fact *phase.Validated
-	if _, ran, _ := in.State.Section(phase.Image); !ran {
+	holds, err := upstreamHolds(ctx, in, cloud)
+	if err != nil {
+		return err
+	}
+	if !holds {
 		if fact, err = in.Validate(ctx, in); err != nil {
 			return err
 		}
@@ -48,6 +53,21 @@ func (Phase) Converge(ctx context.Context, in *phase.Input, sec *state.Section) 
 		in.Out.Info("kubeapi advertised %s vip %s", orPending(res.Kubernetes.Advertised), orPending(addr(res.Kubernetes)))
 	}
 	return err
+}
+
+// upstreamHolds reports that the image phase of this run recorded a
+// validation fact that still holds (sections.Upstream), so the net phase
+// need not validate again: a saved or replayed image section, or one
+// that failed, does not stand in for the validation.
+func upstreamHolds(ctx context.Context, in *phase.Input, cloud provider.Cloud) (bool, error) {
+	if _, ran, _ := in.State.Section(phase.Image); !ran {
+		return false, nil
+	}
+	inv, err := cloud.Inventory(ctx, in.Config)
+	if err != nil {
+		return false, err
+	}
+	return sections.Upstream(in, inv, time.Now(), phase.Image) != nil, nil
 }
 
 // Destroy removes every owned network resource.

@@ -104,6 +104,7 @@ func (r *run) discover(ctx context.Context) error {
 		r.in.Out.Warn("%d machine(s) already exist and the Kubernetes API did not answer, but whether etcd was ever bootstrapped could not be read: %s", len(r.obs.inv.Machines), why)
 		r.in.Out.Warn("refusing to bootstrap a cluster that may exist; deferring plugin converge hooks")
 		return fmt.Errorf("cluster state unknown: etcd could not be read on every control plane (%s) -- not bootstrapping; check that every control plane's Talos API answers and re-run", why)
+	case etcdRan: // an existing cluster, below
 	}
 	r.out.Bootstrapped = true
 	if !has {

@@ -99,40 +99,59 @@ func (d *labDir) run(t *testing.T, action string) (state.Section, string, error)
 // runReboot is run with --reboot set as given.
 func (d *labDir) runReboot(t *testing.T, action string, reboot bool) (state.Section, string, error) {
 	t.Helper()
-	var doc []byte
 	d.lab.Recorder().Reset()
-	for _, p := range []phase.Phase{bootimage.Phase{}, network.Phase{}, nodes.Phase{}} {
+	doc, stderr, err := d.phases(t, action, reboot, nil, bootimage.Phase{}, network.Phase{})
+	if err != nil {
+		return state.Section{}, stderr, err
+	}
+	return d.nodes(t, action, reboot, doc)
+}
+
+// phases runs action through ps in process, the first reading doc, each
+// the previous one's document, and returns the last one's document; a
+// failing phase ends the run with its error.
+func (d *labDir) phases(t *testing.T, action string, reboot bool, doc []byte, ps ...phase.Phase) ([]byte, string, error) {
+	t.Helper()
+	for _, p := range ps {
 		var stdout, stderr bytes.Buffer
-		o := &phase.Options{
-			Dir:      d.dir,
-			Validate: preflight.Validate,
-			Reboot:   reboot,
-			Streams:  cli.Streams{In: bytes.NewReader(doc), Out: &stdout, ErrOut: &stderr},
-			Load:     config.Load,
-			LookupEnv: func(k string) (string, bool) {
-				v, ok := d.env[k]
-				return v, ok
-			},
-		}
-		err := o.Run(t.Context(), p, action)
-		if p.Name() != phase.Nodes && err != nil {
-			return state.Section{}, stderr.String(), fmt.Errorf("tc-%s %s: %w", p.Name(), action, err)
+		if err := d.options(reboot, doc, &stdout, &stderr).Run(t.Context(), p, action); err != nil {
+			return stdout.Bytes(), stderr.String(), fmt.Errorf("tc-%s %s: %w", p.Name(), action, err)
 		}
 		doc = stdout.Bytes()
-		if p.Name() != phase.Nodes {
-			continue
-		}
-		parsed, perr := state.Parse(doc)
-		if perr != nil {
-			t.Fatalf("tc-nodes %s wrote no document: %v (run error %v)\n%s", action, perr, err, stderr.String())
-		}
-		sec, ok, serr := parsed.Section(phase.Nodes)
-		if serr != nil || !ok {
-			t.Fatalf("tc-nodes %s: no nodes section (%v)", action, serr)
-		}
-		return sec, stderr.String(), err
 	}
-	panic("unreachable")
+	return doc, "", nil
+}
+
+// options are a phase's options on the lab, reading doc.
+func (d *labDir) options(reboot bool, doc []byte, stdout, stderr *bytes.Buffer) *phase.Options {
+	return &phase.Options{
+		Dir:      d.dir,
+		Validate: preflight.Validate,
+		Reboot:   reboot,
+		Streams:  cli.Streams{In: bytes.NewReader(doc), Out: stdout, ErrOut: stderr},
+		Load:     config.Load,
+		LookupEnv: func(k string) (string, bool) {
+			v, ok := d.env[k]
+			return v, ok
+		},
+	}
+}
+
+// nodes runs the nodes phase on doc and returns its section, stderr and
+// error.
+func (d *labDir) nodes(t *testing.T, action string, reboot bool, doc []byte) (state.Section, string, error) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	err := d.options(reboot, doc, &stdout, &stderr).Run(t.Context(), nodes.Phase{}, action)
+	parsed, perr := state.Parse(stdout.Bytes())
+	if perr != nil {
+		t.Fatalf("tc-nodes %s wrote no document: %v (run error %v)\n%s", action, perr, err, stderr.String())
+	}
+	sec, ok, serr := parsed.Section(phase.Nodes)
+	if serr != nil || !ok {
+		t.Fatalf("tc-nodes %s: no nodes section (%v)", action, serr)
+	}
+	return sec, stderr.String(), err
 }
 
 // configChanges are the talos:machineconfig changes of a section.

@@ -93,7 +93,7 @@ func (r *run) readEtcd(ctx context.Context) []cpEtcd {
 	for i, host := range hosts {
 		wg.Go(func() {
 			st, err := r.readEtcdOf(ctx, host)
-			if err != nil && context.Cause(ctx) == errRanElsewhere {
+			if err != nil && errors.Is(context.Cause(ctx), errRanElsewhere) {
 				err = errRanElsewhere
 			}
 			out[i] = cpEtcd{host: host, state: st, err: err}

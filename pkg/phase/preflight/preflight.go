@@ -14,50 +14,53 @@ package preflight
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/talosc/talosc/pkg/phase"
 	"github.com/talosc/talosc/pkg/phase/sections"
 	"github.com/talosc/talosc/pkg/provider"
-	"github.com/talosc/talosc/pkg/state"
 	"github.com/talosc/talosc/pkg/talos/identity"
 )
 
 // Run validates the run against the cloud and the running cluster and
 // returns the provider inventory and the fact the caller records.
 func Run(ctx context.Context, in *phase.Input, cloud provider.Cloud) (*provider.Inventory, *phase.Validated, error) {
-	cfg := in.Config
-	inv, err := cloud.Inventory(ctx, cfg)
+	inv, err := cloud.Inventory(ctx, in.Config)
 	if err != nil {
 		return nil, nil, err
 	}
+	fact, err := check(ctx, in, cloud, inv)
+	return inv, fact, err
+}
+
+// check is the validation of the run, with inv the inventory read now.
+func check(ctx context.Context, in *phase.Input, cloud provider.Cloud, inv *provider.Inventory) (*phase.Validated, error) {
+	cfg := in.Config
 	desired := cfg.Hostnames()
 	if err := errors.Join(
 		cloud.ValidateMachines(ctx, cfg, desired, inv),
 		identity.CheckRecoverable(cfg.Dir, inv.Hostnames()),
 	); err != nil {
-		return inv, nil, err
+		return nil, err
 	}
 	live, err := observe(ctx, in, inv)
 	if err != nil {
-		return inv, nil, err
+		return nil, err
 	}
 	removals, err := checkRemovals(in, inv, live)
 	if err != nil {
-		return inv, nil, err
+		return nil, err
 	}
 	if err := errors.Join(live.checkVersions(cfg), live.checkTailscale(cfg)); err != nil {
-		return inv, nil, err
+		return nil, err
 	}
 	if err := confirm(in, removals); err != nil {
-		return inv, nil, err
+		return nil, err
 	}
-	return inv, &phase.Validated{Fingerprint: Fingerprint(in), Removals: removals}, nil
+	return sections.NewFact(in, inv, removals), nil
 }
 
 // Validate is the in-process phase.Validator (tc-nodes validate, and the
@@ -72,46 +75,20 @@ func Validate(ctx context.Context, in *phase.Input) (*phase.Validated, error) {
 }
 
 // Validated is the nodes phase's validation: when an earlier phase of this
-// run recorded that it validated this cluster.yaml, only the inventory is
-// read again and that fact returned; otherwise the whole validation runs.
+// run recorded a fact that still holds (sections.Upstream: this
+// cluster.yaml and mode, the machines read now, made within the fact's
+// lifetime), only the inventory is read; otherwise (a saved or replayed
+// document among them) the whole validation runs again.
 func Validated(ctx context.Context, in *phase.Input, cloud provider.Cloud) (*provider.Inventory, *phase.Validated, error) {
-	if fact := upstream(in); fact != nil {
-		inv, err := cloud.Inventory(ctx, in.Config)
-		return inv, fact, err
+	inv, err := cloud.Inventory(ctx, in.Config)
+	if err != nil {
+		return nil, nil, err
 	}
-	return Run(ctx, in, cloud)
-}
-
-// upstream is an earlier phase's validation fact for this cluster.yaml in
-// a section that succeeded (a replayed document of another configuration
-// does not count), nil if there is none.
-func upstream(in *phase.Input) *phase.Validated {
-	want := Fingerprint(in)
-	img, ok, err := sections.ReadImage(in.State)
-	if err == nil && ok && img.Validated != nil && img.Validated.Fingerprint == want && succeeded(in.State, phase.Image) {
-		return img.Validated
+	if fact := sections.Upstream(in, inv, time.Now(), phase.Image, phase.Net); fact != nil {
+		return inv, fact, nil
 	}
-	net, ok, err := sections.ReadNetwork(in.State)
-	if err == nil && ok && net.Validated != nil && net.Validated.Fingerprint == want && succeeded(in.State, phase.Net) {
-		return net.Validated
-	}
-	return nil
-}
-
-func succeeded(doc *state.Document, name string) bool {
-	sec, ok, err := doc.Section(name)
-	return err == nil && ok && sec.Status == state.StatusSucceeded
-}
-
-// Fingerprint identifies the loaded cluster.yaml (secret values are
-// redacted when marshalled, so none goes into the hash) and the run's
-// action, so a plan's fact is never taken for a converge's.
-func Fingerprint(in *phase.Input) string {
-	data, _ := json.Marshal(in.Config) //nolint:errchkjson // a loaded Cluster always marshals
-	h := sha256.New()
-	h.Write(data)
-	fmt.Fprintf(h, "\x00%t\x00%t\x00%q", in.DryRun, in.Yes, in.Confirmed)
-	return hex.EncodeToString(h.Sum(nil))
+	fact, err := check(ctx, in, cloud, inv)
+	return inv, fact, err
 }
 
 // confirm refuses an unconfirmed removal in a real run (I-S2): --yes

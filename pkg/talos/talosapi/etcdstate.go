@@ -78,8 +78,6 @@ func (c *Client) hasEntries(ctx context.Context, dir string) (bool, error) {
 			return found, nil
 		case err != nil:
 			return false, err
-		case fi.GetMetadata().GetError() != "":
-			return false, errors.New(fi.GetMetadata().GetError())
 		case fi.GetError() != "":
 			return false, fmt.Errorf("%s: %s", fi.GetName(), fi.GetError())
 		}
