@@ -42,9 +42,10 @@ help: ## list the targets
 build: ## build every binary in ./cmd into bin/
 	$(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS)' -o bin/ ./cmd/...
 
-# The E2E package runs every lab scenario on two cores in about 10
-# minutes, go test's default per-package timeout.
-TESTTIMEOUT ?= 30m
+# The E2E package runs every lab scenario, the lost-answer and kill ones
+# included, on two cores in about 20 minutes: twice go test's default
+# per-package timeout.
+TESTTIMEOUT ?= 45m
 
 test: kube-apiserver ## run every test, E2E and the lab's real kube-apiserver included (the README's test command)
 	TALOSC_KUBE_APISERVER=$(CURDIR)/bin/kube-apiserver $(GO) test -timeout $(TESTTIMEOUT) $(TESTFLAGS) ./...
