@@ -67,7 +67,12 @@ func TestLabLostKnobs(t *testing.T) {
 	if _, err := c.CreateSchematic(ctx, factory.Schematic{}); err == nil {
 		t.Error("a POST under lost rate 1 got its answer")
 	}
-	if !slices.ContainsFunc(l.Recorder().Calls(), func(c labnet.Call) bool { return c.Method == http.MethodPost && c.Lost }) {
+	// A hung answer is recorded once the client hangs up.
+	lostPOST := func(c labnet.Call) bool { return c.Method == http.MethodPost && c.Lost }
+	for deadline := time.Now().Add(5 * time.Second); !slices.ContainsFunc(l.Recorder().Calls(), lostPOST) && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !slices.ContainsFunc(l.Recorder().Calls(), lostPOST) {
 		t.Errorf("no lost POST recorded: %+v", l.Recorder().Calls())
 	}
 }
