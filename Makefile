@@ -34,7 +34,7 @@ TAR_FLAGS    := $(shell tar --version 2>/dev/null | grep -q 'GNU tar' && \
 
 VULNDB := bin/vulndb
 
-.PHONY: help build test unit e2e lint fmt vet vuln bench demo dist schema tidy tidy-check clean ci
+.PHONY: help build test unit e2e lint fmt vet vuln bench fuzz demo dist schema tidy tidy-check clean ci
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-11s %s\n", $$1, $$2}'
@@ -76,6 +76,20 @@ $(VULNDB)/index/db.json: tools/go.mod
 
 vuln: $(VULNDB)/index/db.json ## govulncheck against the offline database
 	$(TOOL) govulncheck -db file://$(CURDIR)/$(VULNDB) ./...
+
+# Every parser of user or network input has a fuzz target; make fuzz runs
+# each for FUZZTIME, one after the other. A crasher lands in the package's
+# testdata/fuzz and fails every later go test until it is fixed.
+FUZZTIME    ?= 10m
+FUZZTARGETS := ./pkg/config:FuzzLoad ./pkg/state:FuzzParse ./pkg/talos/identity:FuzzParse \
+	./pkg/talos/identity:FuzzClientFiles ./pkg/ui:FuzzPlan
+
+fuzz: ## fuzz every parser of user or network input, FUZZTIME (10m) each
+	@for t in $(FUZZTARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "fuzz: $$name in $$pkg for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	done
 
 bench: kube-apiserver ## run the benchmarks; the report goes to bin/bench.txt
 	@mkdir -p bin
