@@ -13,6 +13,11 @@ import (
 // bootstrap bootstraps etcd on the first control plane and fetches the
 // kubeconfig from it (never from the VIP). A plan records both.
 func (r *run) bootstrap(ctx context.Context) error {
+	if r.etcdAtBootstrap && !r.in.DryRun {
+		if verdict, why := decideEtcd(r.readEtcd(ctx)); verdict != etcdNeverRan {
+			return fmt.Errorf("not bootstrapping: the control planes that had no address at the start of this run now run, and etcd %s (%s); re-run converge", map[etcdVerdict]string{etcdRan: "ran: this cluster was bootstrapped", etcdUnknown: "could not be read on every one of them"}[verdict], why)
+		}
+	}
 	cp1Name := r.cp1().Hostname
 	start := time.Now()
 	err := r.plan.Do(ctx, state.Change{Action: state.ActionCreate, Kind: kindBootstrap, Name: cp1Name, Detail: "etcd on the first control plane"},

@@ -96,7 +96,16 @@ func (r *run) discover(ctx context.Context) error {
 	if len(r.obs.inv.Machines) == 0 {
 		return nil // a fresh cluster; a kubeconfig left is a destroyed cluster's
 	}
-	verdict, why := decideEtcd(r.readEtcd(ctx))
+	cps := r.readEtcd(ctx)
+	verdict, why := decideEtcd(cps)
+	if verdict == etcdUnknown && onlyWithoutAddress(cps) {
+		// Machines a killed run created and never started: they are
+		// started before the bootstrap, which asks every control plane
+		// again then and bootstraps only if none ever ran etcd.
+		r.etcdAtBootstrap = true
+		r.in.Out.Info("some control planes have no address yet (%s): whether etcd ever ran is decided once they run, before any bootstrap", why)
+		return nil
+	}
 	switch verdict {
 	case etcdNeverRan:
 		return r.interruptedFirstRun(path, has, why)

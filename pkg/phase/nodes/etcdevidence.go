@@ -106,11 +106,32 @@ func (r *run) readEtcd(ctx context.Context) []cpEtcd {
 	return out
 }
 
+// errNoAddress: a control plane has no address yet (a machine that never
+// ran), so its etcd cannot be asked now.
+var errNoAddress = errors.New("no address known")
+
+// onlyWithoutAddress reports that every control plane that could not be
+// read lacked an address, and none showed that etcd ran.
+func onlyWithoutAddress(cps []cpEtcd) bool {
+	some := false
+	for _, c := range cps {
+		switch {
+		case c.err == nil && c.state.Ran():
+			return false
+		case errors.Is(c.err, errNoAddress):
+			some = true
+		case c.err != nil:
+			return false
+		}
+	}
+	return some
+}
+
 // readEtcdOf reads one control plane's etcd through its own address.
 func (r *run) readEtcdOf(ctx context.Context, host string) (talosapi.EtcdState, error) {
 	addr, ok := r.obs.address(host)
 	if !ok {
-		return talosapi.EtcdState{}, errors.New("no address known")
+		return talosapi.EtcdState{}, errNoAddress
 	}
 	c, err := r.obs.seams.dialTalos(ctx, r.id, r.cfg.Name, addr)
 	if err != nil {

@@ -36,3 +36,27 @@ func TestDecideEtcd(t *testing.T) {
 		}
 	}
 }
+
+// TestOnlyWithoutAddress: discover defers the decision to the bootstrap
+// only when every unreadable control plane merely had no address yet and
+// none showed that etcd ran.
+func TestOnlyWithoutAddress(t *testing.T) {
+	t.Parallel()
+	never := talosapi.EtcdState{Service: "Preparing"}
+	ran := talosapi.EtcdState{Service: "Running", Data: true}
+	for _, tc := range []struct {
+		name string
+		cps  []cpEtcd
+		want bool
+	}{
+		{"all without address", []cpEtcd{{host: "a", err: errNoAddress}, {host: "b", err: errNoAddress}}, true},
+		{"one never ran, one without address", []cpEtcd{{host: "a", state: never}, {host: "b", err: errNoAddress}}, true},
+		{"one ran", []cpEtcd{{host: "a", state: ran}, {host: "b", err: errNoAddress}}, false},
+		{"one silent", []cpEtcd{{host: "a", err: errors.New("talos API not reachable")}, {host: "b", err: errNoAddress}}, false},
+		{"all read", []cpEtcd{{host: "a", state: never}}, false},
+	} {
+		if got := onlyWithoutAddress(tc.cps); got != tc.want {
+			t.Errorf("%s: onlyWithoutAddress = %t, want %t", tc.name, got, tc.want)
+		}
+	}
+}

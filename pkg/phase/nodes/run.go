@@ -46,6 +46,11 @@ type run struct {
 	// confirmed are the removals the run's validation checked and
 	// confirmed: scale-down removes no other node.
 	confirmed []string
+	// etcdAtBootstrap: discover could not read some control planes
+	// because they had no address yet (machines a killed run created and
+	// never started) and none showed that etcd ran; the bootstrap asks
+	// them all again once they run.
+	etcdAtBootstrap bool
 }
 
 func newRun(in *phase.Input, cloud provider.Cloud) *run {
