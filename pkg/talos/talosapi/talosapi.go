@@ -148,8 +148,10 @@ func (c *Client) call(ctx context.Context, name, node string, bound time.Duratio
 }
 
 // readAttempts is how often a read is tried when the node answers
-// Unavailable (apid restarting, a proxy hiccup).
-const readAttempts = 3
+// Unavailable (apid restarting, a proxy hiccup). A read through apid's
+// proxy crosses two hops that can each say Unavailable; five attempts
+// make a 5 % hiccup rate fail a read about once in ten million.
+const readAttempts = 5
 
 // read is call for an RPC that is safe to repeat (a read, or a change
 // that is done once done): an Unavailable answer is retried up to
