@@ -166,7 +166,7 @@ func TestCallTimeout(t *testing.T) {
 }
 
 // TestReadsRetryUnavailable: a read answered Unavailable (apid
-// restarting) is asked again; a third Unavailable in a row is the answer.
+// restarting) is asked again; a fifth Unavailable in a row is the answer.
 func TestReadsRetryUnavailable(t *testing.T) {
 	t.Parallel()
 	fault := labnet.Fault{Service: talosnode.ServiceName, PathPrefix: versionRPC, Nth: 1, Status: http.StatusServiceUnavailable}
@@ -178,13 +178,13 @@ func TestReadsRetryUnavailable(t *testing.T) {
 	}
 	cl := c.dial(cp1, talosapi.Options{RetryInterval: 10 * time.Millisecond})
 	node := c.addr(cp1)
-	inj.Set(labnet.Knobs{Faults: []labnet.Fault{fault, fault}})
+	inj.Set(labnet.Knobs{Faults: []labnet.Fault{fault, fault, fault, fault}})
 	if v, err := cl.Version(t.Context(), node); err != nil || v == "" {
-		t.Errorf("Version after two Unavailable answers = %q, %v; want the version", v, err)
+		t.Errorf("Version after four Unavailable answers = %q, %v; want the version", v, err)
 	}
-	inj.Set(labnet.Knobs{Faults: []labnet.Fault{fault, fault, fault}})
+	inj.Set(labnet.Knobs{Faults: []labnet.Fault{fault, fault, fault, fault, fault}})
 	if _, err := cl.Version(t.Context(), node); status.Code(err) != codes.Unavailable {
-		t.Errorf("Version after three Unavailable answers = %v; want Unavailable", err)
+		t.Errorf("Version after five Unavailable answers = %v; want Unavailable", err)
 	}
 }
 
