@@ -287,7 +287,7 @@ type Status struct {
 	Calls        int            `json:"calls"`
 	Mutations    int            `json:"mutations"`
 	CallsBy      map[string]int `json:"callsByService"`
-	Busy         string         `json:"busy"` // see labnet.Recorder.Busy
+	BusyDuration string         `json:"busy"` // see labnet.Recorder.Busy
 	// VIPs are the clusters' API VIPs and their owners.
 	VIPs []VIPStatus `json:"vips,omitempty"`
 }
@@ -306,7 +306,7 @@ func (l *Lab) Status() Status {
 		Calls:        len(calls),
 		Mutations:    len(l.rec.Mutations()),
 		CallsBy:      by,
-		Busy:         l.rec.Busy().String(),
+		BusyDuration: l.rec.Busy().String(),
 		VIPs:         l.vips.status(),
 	}
 }
