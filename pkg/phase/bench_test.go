@@ -53,7 +53,11 @@ func benchConverge(b *testing.B, provider string, seq int) {
 				took := time.Since(start)
 				b.StopTimer()
 				wall += took
-				bound += convergeBound(provider, c.work(b))
+				w := c.work(b)
+				bound += convergeBound(provider, w)
+				if testing.Verbose() {
+					b.Logf("bound %s: %s", convergeBound(provider, w), describeChain(convergeChain(provider, w), w.latency))
+				}
 				busy += c.lab.Recorder().Busy()
 				calls.add(countCalls(c.lab.Recorder().Calls()))
 				ops++

@@ -1,6 +1,8 @@
 package phase_test
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,6 +43,15 @@ func (s step) cost(latency time.Duration) time.Duration {
 		return longest
 	}
 	return time.Duration(s.calls)*latency + s.fixed
+}
+
+// describeChain lists chain's steps with their costs at latency.
+func describeChain(chain []step, latency time.Duration) string {
+	parts := make([]string, len(chain))
+	for i, s := range chain {
+		parts[i] = fmt.Sprintf("%s %s", s.name, s.cost(latency))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func chainCost(chain []step, latency time.Duration) time.Duration {
@@ -159,7 +170,7 @@ func TestConvergeBound(t *testing.T) {
 		{"proxmox no latency", lab.ProviderProxmox, noLatency, ms(3*20 + 5000 + 500 + 3000)},
 	} {
 		if got := convergeBound(tc.provider, tc.work); got != tc.want {
-			t.Errorf("%s: bound %s, want %s", tc.name, got, tc.want)
+			t.Errorf("%s: bound %s, want %s (%s)", tc.name, got, tc.want, describeChain(convergeChain(tc.provider, tc.work), tc.work.latency))
 		}
 	}
 }
