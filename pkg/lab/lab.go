@@ -247,6 +247,12 @@ func (l *Lab) destroyNode(addr netip.Addr) {
 	l.kube.stopIfGone(st.Cluster)
 }
 
+// NodeTiming is how long the lab's simulated Talos work takes (boots,
+// reboots, installs), NodesBoot and the defaults filled in.
+func (l *Lab) NodeTiming() talosnode.Timing {
+	return l.fleet.Timing()
+}
+
 // Close stops every service, in reverse start order.
 func (l *Lab) Close() error {
 	l.mu.Lock()
@@ -281,7 +287,7 @@ type Status struct {
 	Calls        int            `json:"calls"`
 	Mutations    int            `json:"mutations"`
 	CallsBy      map[string]int `json:"callsByService"`
-	CriticalPath string         `json:"criticalPath"`
+	BusyDuration string         `json:"busy"` // see labnet.Recorder.Busy
 	// VIPs are the clusters' API VIPs and their owners.
 	VIPs []VIPStatus `json:"vips,omitempty"`
 }
@@ -300,7 +306,7 @@ func (l *Lab) Status() Status {
 		Calls:        len(calls),
 		Mutations:    len(l.rec.Mutations()),
 		CallsBy:      by,
-		CriticalPath: l.rec.CriticalPath().String(),
+		BusyDuration: l.rec.Busy().String(),
 		VIPs:         l.vips.status(),
 	}
 }

@@ -249,7 +249,7 @@ func runStatus(ctx context.Context, s cli.Streams, dir, output string) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(status)
 	}
-	fmt.Fprintf(s.Out, "provider: %s\nuptime: %s\ncalls: %d (%d mutating), critical path %s\n", status.Provider, status.Uptime, status.Calls, status.Mutations, status.CriticalPath)
+	fmt.Fprintf(s.Out, "provider: %s\nuptime: %s\ncalls: %d (%d mutating), lab busy %s\n", status.Provider, status.Uptime, status.Calls, status.Mutations, status.BusyDuration)
 	for _, e := range status.Services {
 		fmt.Fprintf(s.Out, "  %-22s %s\n", e.Name, e.URL)
 	}

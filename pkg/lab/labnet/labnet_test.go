@@ -111,14 +111,14 @@ func TestMiddlewareRecordsAndInjects(t *testing.T) {
 	if len(calls) != 3 {
 		t.Fatalf("recorded %d calls, want 3", len(calls))
 	}
-	if len(rec.Mutations()) != 3 || rec.Counts(nil)["glance POST /v2/images"] != 1 || rec.CriticalPath() <= 0 {
-		t.Errorf("recorder: mutations %d counts %v critical %s", len(rec.Mutations()), rec.Counts(nil), rec.CriticalPath())
+	if len(rec.Mutations()) != 3 || rec.Counts(nil)["glance POST /v2/images"] != 1 || rec.Busy() <= 0 {
+		t.Errorf("recorder: mutations %d counts %v busy %s", len(rec.Mutations()), rec.Counts(nil), rec.Busy())
 	}
 }
 
-// CriticalPath is the union of the busy intervals: overlapping calls count
+// Busy is the union of the busy intervals: overlapping calls count
 // once, work counts, idle gaps do not.
-func TestCriticalPathIsTheBusyUnion(t *testing.T) {
+func TestBusyIsTheUnionOfBusyIntervals(t *testing.T) {
 	t.Parallel()
 	t0 := time.Now()
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
@@ -127,10 +127,13 @@ func TestCriticalPathIsTheBusyUnion(t *testing.T) {
 	rec.Record(labnet.Call{Service: "nova", Method: "GET", Start: at(50), Duration: 100 * time.Millisecond})   // overlaps: +50
 	rec.Work("talos", "boot", at(400), 200*time.Millisecond)                                                   // after a 250 ms gap
 	rec.Record(labnet.Call{Service: "talos", Method: "grpc", Start: at(500), Duration: 10 * time.Millisecond}) // inside the boot
-	if got, want := rec.CriticalPath(), 350*time.Millisecond; got != want {
-		t.Errorf("CriticalPath = %s, want %s", got, want)
+	if got, want := rec.Busy(), 350*time.Millisecond; got != want {
+		t.Errorf("Busy = %s, want %s", got, want)
 	}
 	if n := len(rec.Calls()); n != 3 {
 		t.Errorf("work showed up among the calls: %d calls", n)
+	}
+	if w := rec.WorkSpans(); len(w) != 1 || w[0].Path != "boot" || w[0].Duration != 200*time.Millisecond {
+		t.Errorf("WorkSpans = %+v, want the one boot", w)
 	}
 }

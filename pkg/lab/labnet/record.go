@@ -46,7 +46,7 @@ type Recorder struct {
 }
 
 // Work records simulated work the lab did on its own (a node booting, an
-// API server starting): it counts towards CriticalPath but is not a call.
+// API server starting): it counts towards Busy but is not a call.
 func (r *Recorder) Work(service, what string, start time.Time, d time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -93,12 +93,21 @@ func (r *Recorder) Counts(key func(Call) string) map[string]int {
 	return out
 }
 
-// CriticalPath is the time the lab itself was busy: answering a call or
-// doing simulated work (booting a node, starting an API server), the union
-// of those intervals. A client's wall time above it is the client's own:
-// computation, and polling slack between the lab being ready and the
-// client noticing.
-func (r *Recorder) CriticalPath() time.Duration {
+// WorkSpans returns a copy of the simulated work recorded so far (see Work).
+func (r *Recorder) WorkSpans() []Call {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.work)
+}
+
+// Busy is the time the lab itself was busy: answering a call or doing
+// simulated work (booting a node, starting an API server), the union of
+// those intervals. It is not a lower bound on a client's wall time: every
+// call the client makes, needed or not, one after the other or not, adds
+// to it, so a client that serialises its work grows it too. A client's
+// wall time above it is idle gaps only: computation, and polling slack
+// between the lab being ready and the client noticing.
+func (r *Recorder) Busy() time.Duration {
 	r.mu.Lock()
 	spans := append(slices.Clone(r.calls), r.work...)
 	r.mu.Unlock()

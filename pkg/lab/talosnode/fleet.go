@@ -221,6 +221,11 @@ func (f *Fleet) lookup(target string) *Node {
 	return nil
 }
 
+// Timing is how long the fleet's simulated work takes, defaults filled in.
+func (f *Fleet) Timing() Timing {
+	return f.timing
+}
+
 // after runs fn after d in the fleet's lifetime, unless the fleet closes.
 func (f *Fleet) after(d time.Duration, fn func()) {
 	f.wg.Go(func() {
