@@ -168,6 +168,8 @@ func (s *scriptLab) networks() (cluster, external string) {
 //	                             ID", "sdn KIND/ID", "datacenter-firewall")
 //	                             are exactly those the regular expressions
 //	                             CHANGE match; none: nothing changed
+//	lab glance impostors|boots-own
+//	                             see scriptLab.glance
 //	lab cordon DIR NAME          cordon Kubernetes Node NAME through DIR's
 //	                             kubeconfig (kubectl cordon)
 //	lab vips ADDR...             the cluster's API VIPs a control plane
@@ -196,7 +198,7 @@ func (s *scriptLab) networks() (cluster, external string) {
 //	                             waits (2 min) until NAME runs VERSION
 func cmdLab(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) == 0 || (neg && args[0] != "vm-config") {
-		ts.Fatalf("usage: lab up|follow|mark|mutations|owned|count|images|vms|isos|wait|token|task|tasks|faults|rerun-once|real-owned|real-images|sdn|vm-config|vm-pending|order|knob|volumes|etcd-members|kube-nodes|silence|inventory|cordon|vips|extensions|kube-version|kubelet-versions|mirror-pods|talos-versions|wait-talos ...")
+		ts.Fatalf("usage: lab up|follow|mark|mutations|owned|count|images|vms|isos|wait|token|task|tasks|faults|rerun-once|real-owned|real-images|sdn|vm-config|vm-pending|order|knob|volumes|etcd-members|kube-nodes|silence|inventory|glance|cordon|vips|extensions|kube-version|kubelet-versions|mirror-pods|talos-versions|wait-talos ...")
 	}
 	s, _ := ts.Value(labKey{}).(*scriptLab)
 	switch args[0] {
@@ -294,6 +296,8 @@ func cmdLab(ts *testscript.TestScript, neg bool, args []string) {
 		s.fault(ts, args[1:])
 	case "inventory":
 		s.inventoryChanges(ts, args[1:])
+	case "glance":
+		s.glance(ts, args[1:])
 	case "cordon":
 		cordon(ts, args[1:])
 	case "vips":
