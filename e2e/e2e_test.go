@@ -81,6 +81,7 @@ func TestScripts(t *testing.T) {
 			env.Setenv("HTTPS_PROXY", "http://127.0.0.1:9")
 			env.Setenv(kubeapi.EnvBinary, os.Getenv(kubeapi.EnvBinary))
 			env.Values[labKey{}] = newScriptLab(&labs)
+			env.Values[untrustedKey{}] = new(atomic.Pointer[untrustedServer])
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
@@ -91,6 +92,7 @@ func TestScripts(t *testing.T) {
 			"install-plugin": cmdInstallPlugin,
 			"lab":            cmdLab,
 			"replace":        cmdReplace,
+			"untrusted-tls":  cmdUntrustedTLS,
 		},
 	})
 }

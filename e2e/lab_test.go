@@ -414,10 +414,14 @@ func (s *scriptLab) start(ts *testscript.TestScript, o lab.Options) {
 
 // pointPhases scales the phases' waits by timeScale (a test-only knob:
 // the scripts that make a node never boot fail in seconds; talosc warns)
-// and names the lab's Image Factory in $LAB_FACTORY (cluster.yaml names it
-// already: talos.image_factory).
+// and names the lab's Image Factory in $LAB_FACTORY and its OpenStack's
+// identity URL in $LAB_OPENSTACK_URL (cluster.yaml names them already:
+// talos.image_factory, openstack.url).
 func (s *scriptLab) pointPhases(ts *testscript.TestScript, timeScale string) {
 	ts.Setenv("LAB_FACTORY", s.lab.Factory.URL)
+	if s.lab.OpenStack != nil {
+		ts.Setenv("LAB_OPENSTACK_URL", s.lab.OpenStack.AuthURL())
+	}
 	ts.Setenv(phase.EnvTimeScale, timeScale)
 }
 

@@ -2,6 +2,8 @@ package provider
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"io"
 	"math/rand/v2"
@@ -108,7 +110,7 @@ func (t *RetryTransport) attempt(req *http.Request, n int, timeout time.Duration
 func (t *RetryTransport) transient(req *http.Request, resp *http.Response, err error) bool {
 	repeatable := Idempotent(req.Method) || (t.Replayable != nil && t.Replayable(req))
 	if err != nil {
-		return repeatable || neverSent(err)
+		return !certificateRefused(err) && (repeatable || neverSent(err))
 	}
 	switch resp.StatusCode {
 	case http.StatusServiceUnavailable:
@@ -132,10 +134,22 @@ func Idempotent(method string) bool {
 }
 
 // neverSent reports a transport error that happened before the request
-// could be sent: the connection was refused or could not be made.
+// could be sent: the connection was refused or could not be made, or the
+// server's certificate was refused.
 func neverSent(err error) bool {
 	var op *net.OpError
-	return errors.Is(err, syscall.ECONNREFUSED) || (errors.As(err, &op) && op.Op == "dial")
+	return errors.Is(err, syscall.ECONNREFUSED) || (errors.As(err, &op) && op.Op == "dial") || certificateRefused(err)
+}
+
+// certificateRefused reports a TLS handshake that failed because the
+// server's certificate did not verify: the request was never sent, and
+// asking again gets the same certificate.
+func certificateRefused(err error) bool {
+	var verify *tls.CertificateVerificationError
+	var unknown x509.UnknownAuthorityError
+	var host x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	return errors.As(err, &verify) || errors.As(err, &unknown) || errors.As(err, &host) || errors.As(err, &invalid)
 }
 
 // OutcomeUnknown reports whether a failed non-idempotent request may have

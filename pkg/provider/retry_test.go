@@ -1,6 +1,8 @@
 package provider_test
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -45,6 +47,10 @@ func transport(next http.RoundTripper, internal bool) *provider.RetryTransport {
 
 var errReset = &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
 
+// untrusted is a handshake's refusal of the server's certificate, as
+// crypto/tls wraps it.
+var untrusted = &tls.CertificateVerificationError{Err: x509.UnknownAuthorityError{}}
+
 func TestRetryTransport_RetriesOnlyWhatCannotDuplicate(t *testing.T) {
 	refused := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
 	cases := []struct {
@@ -73,6 +79,8 @@ func TestRetryTransport_RetriesOnlyWhatCannotDuplicate(t *testing.T) {
 		{method: "POST", err: refused, attempts: 3},
 		{method: "POST", path: "/v3/auth/tokens", status: 504, attempts: 3},
 		{method: "POST", path: "/v3/auth/tokens", err: errReset, attempts: 3},
+		{method: "GET", err: untrusted, attempts: 1},
+		{method: "POST", path: "/v3/auth/tokens", err: untrusted, attempts: 1},
 	}
 	for _, c := range cases {
 		what := fmt.Sprint(c.status)
@@ -169,6 +177,7 @@ func TestOutcomeUnknown(t *testing.T) {
 		{err: errors.New("context deadline exceeded"), want: true},
 		{err: &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("no route")}, want: false},
 		{err: syscall.ECONNREFUSED, want: false},
+		{err: fmt.Errorf("post: %w", untrusted), want: false},
 	}
 	for _, c := range cases {
 		if got := provider.OutcomeUnknown(c.status, c.err); got != c.want {
