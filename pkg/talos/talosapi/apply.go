@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	machineapi "github.com/siderolabs/talos/pkg/machinery/api/machine"
 	"google.golang.org/grpc/codes"
@@ -49,12 +50,15 @@ const mayBeApplied = "an answer was lost: the configuration may be applied and t
 //
 // Applying the same configuration twice is harmless, so an apply answered
 // Unavailable (or "another apply … in progress") is tried again, up to
-// three times. An answer lost after the node acted on it must neither
-// read as a failure nor be repeated blindly, so BootID is read first:
-// after a lost answer, a 1.13 node's "configuration was already applied
-// and node is rebooting", or a boot id that changed meanwhile, is the
-// first attempt's reboot (Reboot true). The same refusal with no earlier
-// attempt in doubt is someone else's apply and an error.
+// readAttempts times. An answer lost after the node may have acted on it
+// (a broken connection, DeadlineExceeded from apid or a proxy, our own
+// call timing out) must neither read as a failure nor be repeated
+// blindly, so BootID is read first, and from then on the apply is asked
+// again, for as long as an install may take, until the node answers:
+// a 1.13 node's "configuration was already applied and node is
+// rebooting", or a boot id that changed meanwhile, is the first attempt's
+// reboot (Reboot true). The same refusal with no earlier attempt in doubt
+// is someone else's apply and an error.
 func (c *Client) ApplyConfiguration(ctx context.Context, node string, data []byte, dryRun bool) (ApplyResult, error) {
 	if dryRun {
 		var res ApplyResult
@@ -68,7 +72,7 @@ func (c *Client) ApplyConfiguration(ctx context.Context, node string, data []byt
 	if err != nil {
 		return ApplyResult{}, fmt.Errorf("talos ApplyConfiguration on %s: not applying without the boot id to settle it by: %w", node, err)
 	}
-	inDoubt := false
+	inDoubt, start := false, time.Now()
 	for attempt := 1; ; attempt++ {
 		var res ApplyResult
 		err := c.call(ctx, "ApplyConfiguration", node, c.opts.CallTimeout, func(ctx context.Context) (err error) {
@@ -90,8 +94,9 @@ func (c *Client) ApplyConfiguration(ctx context.Context, node string, data []byt
 			}
 			return ApplyResult{}, err
 		case applyRetry:
-			inDoubt = inDoubt || answerLost(err)
-			if attempt == readAttempts || ctxwait.Sleep(ctx, c.opts.RetryInterval) != nil {
+			inDoubt = inDoubt || answerLost(err) || errors.Is(err, context.DeadlineExceeded)
+			spent := !inDoubt && attempt == readAttempts || inDoubt && time.Since(start) > c.opts.InstallTimeout
+			if spent || ctxwait.Sleep(ctx, c.opts.RetryInterval) != nil {
 				if inDoubt {
 					err = fmt.Errorf("%w (%s)", err, mayBeApplied)
 				}
@@ -162,7 +167,7 @@ func applyStep(err error, inDoubt bool) step {
 		}
 		return applyFailed
 	case st.Code() == codes.FailedPrecondition && strings.Contains(st.Message(), answerInProgress),
-		st.Code() == codes.Unavailable:
+		st.Code() == codes.Unavailable, st.Code() == codes.DeadlineExceeded, errors.Is(err, context.DeadlineExceeded):
 		return applyRetry
 	}
 	return applyFailed

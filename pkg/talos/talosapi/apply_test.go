@@ -2,12 +2,14 @@ package talosapi_test
 
 import (
 	"bytes"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc/codes"
 
+	"github.com/talosc/talosc/pkg/lab/labnet"
 	"github.com/talosc/talosc/pkg/lab/talosnode"
 	"github.com/talosc/talosc/pkg/talos/talosapi"
 )
@@ -165,5 +167,55 @@ func TestApplyAnswerLost(t *testing.T) {
 	}
 	if boots := c.nodes[cp1].Status().Boots; boots != 2 {
 		t.Errorf("%d boots, want one reboot", boots)
+	}
+}
+
+// TestApplyAnswerLostAfterItWasTaken: the node takes the apply and its
+// answer never comes (apid's DeadlineExceeded, or a hang past our call's
+// bound). The apply is asked again until the node answers: on 1.13 the
+// one reboot it started, on 1.14 the live apply; never a failure, never a
+// second reboot, and the configuration runs.
+func TestApplyAnswerLostAfterItWasTaken(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, version string
+		lost          labnet.Fault
+		reboot        bool
+	}{
+		{"1.13 deadline", talos113, labnet.Fault{Status: http.StatusGatewayTimeout}, true},
+		{"1.13 hang", talos113, labnet.Fault{Hang: true}, true},
+		{"1.14 deadline", talosVersion, labnet.Fault{Status: http.StatusGatewayTimeout}, false},
+		{"1.14 hang", talosVersion, labnet.Fault{Hang: true}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			inj := labnet.NewInjector(labnet.Knobs{})
+			c := newClusterAt(t, tc.version, 1, 0, talosnode.Options{Injector: inj})
+			c.booted(cp1, talosnode.Knobs{})
+			cl := c.dial(cp1, talosapi.Options{CallTimeout: time.Second, RetryInterval: 100 * time.Millisecond, InstallTimeout: 30 * time.Second})
+			node := c.addr(cp1)
+			before := c.nodes[cp1].BootID()
+			lost := tc.lost
+			lost.Service, lost.PathPrefix, lost.Nth, lost.After = talosnode.ServiceName, strings.TrimSuffix(applyRPC, "?"), 1, true
+			inj.Set(labnet.Knobs{Faults: []labnet.Fault{lost}})
+			res, err := cl.ApplyConfiguration(t.Context(), node, withEnv(t, c.configs[cp1]), false)
+			if err != nil {
+				t.Fatalf("apply after a lost answer: %v", err)
+			}
+			if res.Reboot != tc.reboot || res.BootID != before {
+				t.Fatalf("apply after a lost answer = %+v, want reboot %v from boot id %s", res, tc.reboot, before)
+			}
+			if tc.reboot {
+				if err := cl.WaitRebooted(t.Context(), node, res.BootID, 10*time.Second, 10*time.Millisecond, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !c.runsEnv(cl, cp1) {
+				t.Error("the applied configuration is not running")
+			}
+			if want, boots := map[bool]int{true: 2, false: 1}[tc.reboot], c.nodes[cp1].Status().Boots; boots != want {
+				t.Errorf("%d boots, want %d", boots, want)
+			}
+		})
 	}
 }

@@ -29,7 +29,8 @@ func TestApplyStep(t *testing.T) {
 		{"unreachable", wrapped(status.Error(codes.Unavailable, "connection reset by peer")), false, applyRetry},
 		{"invalid", wrapped(status.Error(codes.InvalidArgument, "unknown keys found")), true, applyFailed},
 		{"REBOOT refused", wrapped(status.Error(codes.Unimplemented, "the REBOOT mode is not supported")), false, applyFailed},
-		{"timeout", wrapped(&timeoutError{after: 30}), true, applyFailed},
+		{"our call timed out", wrapped(&timeoutError{after: 30}), false, applyRetry},
+		{"apid's deadline passed", wrapped(status.Error(codes.DeadlineExceeded, "context deadline exceeded")), false, applyRetry},
 	} {
 		if got := applyStep(tc.err, tc.inDoubt); got != tc.want {
 			t.Errorf("%s: applyStep = %d, want %d", tc.name, got, tc.want)
