@@ -66,6 +66,10 @@ type Options struct {
 	// ArgoCD starts the argocd plugin's management cluster: a second real
 	// kube-apiserver with the ArgoCD CRDs (about 4 s and 300 MB more).
 	ArgoCD bool
+	// RancherAuth is the auth provider of the lab Rancher's token user,
+	// which answers its principals search: rancher.ProviderLocal ("" too),
+	// ProviderOpenLDAP or ProviderShibboleth.
+	RancherAuth string
 	// ClusterCIDR is the cluster network of the directory WriteClusterDir
 	// writes (OpenStack default 127.16.0.0/24; on Proxmox the bridge's
 	// subnet, default 127.20.0.0/24, VIP .2), and ExternalCIDR the
@@ -155,12 +159,9 @@ func (l *Lab) start(o Options) error {
 	}
 	l.Factory = f
 	l.add(Endpoint{Name: imagefactory.Service, URL: f.URL}, f.Close)
-	r, err := rancher.Start(l.ctx, rancher.Options{Injector: l.inj, Recorder: l.rec})
-	if err != nil {
+	if err := l.startRancher(o.RancherAuth); err != nil {
 		return err
 	}
-	l.Rancher = r
-	l.add(Endpoint{Name: rancher.Service, URL: r.URL}, r.Close)
 	if o.ArgoCD {
 		m, err := argocd.Start(l.ctx, argocd.Options{Address: "127.0.0.1:0", DataDir: filepath.Join(l.dataDir, "argocd"), Injector: l.inj, Recorder: l.rec, Logf: l.logf})
 		if err != nil {
@@ -170,6 +171,7 @@ func (l *Lab) start(o Options) error {
 		l.add(Endpoint{Name: "argocd-management", URL: m.URL()}, m.Close)
 	}
 	l.kube = newKubernetes(l)
+	l.watchAgents()
 	timing := talosnode.DefaultTiming()
 	if o.NodesBoot > 0 {
 		timing.Boot = o.NodesBoot

@@ -12,13 +12,30 @@ const (
 	// CreatorBindingName is the name of the binding Rancher makes for a
 	// cluster's creator (role cluster-owner).
 	CreatorBindingName = "creator-cluster-owner"
-	conditionBacking   = "BackingNamespaceCreated"
+	// CreatorBindingAnnotation marks the creator's binding.
+	CreatorBindingAnnotation = "authz.management.cattle.io/creator-owner-binding"
+	// GlobalRoleOwnerLabel marks a crtb-grb-* binding a GlobalRole's
+	// inheritedClusterRoles made; its value names the GlobalRoleBinding.
+	GlobalRoleOwnerLabel = "authz.management.cattle.io/grb-owner"
+	conditionBacking     = "BackingNamespaceCreated"
+	// localCluster is the cluster Rancher runs in, always there.
+	localCluster = "local"
 )
+
+// initialConditions turn True once the cluster's backing namespace exists
+// (R@v2.11.3:pkg/apis/management.cattle.io/v3/cluster_types.go).
+var initialConditions = []string{conditionBacking, "CreatorMadeOwner", "DefaultProjectCreated", "SystemProjectCreated", "InitialRolesPopulated"}
 
 type cluster struct {
 	id, name  string
 	created   time.Time
 	connected bool
+	// removed is when DELETE was asked; zero while the cluster lives.
+	removed time.Time
+	// redeployed is set once Rancher redeployed the connected agent
+	// downstream, into project, the cluster's System project.
+	redeployed bool
+	project    string
 }
 
 // Cluster is the inspection view of a cluster.
@@ -26,40 +43,71 @@ type Cluster struct {
 	ID, Name, State string
 	// BackingNamespaceCreated is the condition's status ("Unknown"/"True").
 	BackingNamespaceCreated string
+	// Connected is whether its agent connected.
+	Connected bool
 }
 
 func (s *Server) backingStatus(c *cluster) string {
-	if time.Since(c.created) >= s.opts.ConditionDelay {
+	if c.id == localCluster || time.Since(c.created) >= s.opts.ConditionDelay {
 		return "True"
 	}
 	return "Unknown"
 }
 
-func (s *Server) clusterView(c *cluster) map[string]any {
-	state, ready := "pending", "Unknown"
-	if c.connected {
-		state, ready = "active", "True"
-	}
+// conditions are c's conditions as Rancher's controllers set them: the
+// initial ones, then Pending/Provisioned/Waiting "Waiting for API to be
+// available" until the agent connects, then Connected, Ready and the
+// agent's own (R@v2.11.3:pkg/controllers/management/clusterprovisioner/provisioner.go:396-411).
+func (s *Server) conditions(c *cluster) []map[string]any {
 	ts := c.created.UTC().Format(time.RFC3339)
+	cond := func(typ, status, msg string) map[string]any {
+		return map[string]any{"type": typ, "status": status, "message": msg, "lastUpdateTime": ts}
+	}
+	var out []map[string]any
+	for _, typ := range initialConditions {
+		out = append(out, cond(typ, s.backingStatus(c), ""))
+	}
+	if !c.connected {
+		return append(out, cond("Pending", "Unknown", ""), cond("Provisioned", "Unknown", ""),
+			cond("Waiting", "Unknown", "Waiting for API to be available"))
+	}
+	return append(out, cond("Pending", "True", ""), cond("Provisioned", "True", ""), cond("Waiting", "True", ""),
+		cond("Connected", "True", ""), cond("Ready", "True", ""), cond("SystemAccountCreated", "True", ""), cond("AgentDeployed", "True", ""))
+}
+
+func (s *Server) clusterView(c *cluster) map[string]any {
+	state, transitioning, message, driver := "pending", "yes", "Waiting for API to be available", ""
+	if c.connected {
+		state, transitioning, message, driver = "active", "no", "", "imported"
+	}
+	if c.id == localCluster {
+		driver = "local"
+	}
+	var removed any
+	if !c.removed.IsZero() {
+		state, transitioning, message, removed = "removing", "yes", "", c.removed.UTC().Format(time.RFC3339)
+	}
 	self := s.URL + "/v3/clusters/" + c.id
 	return map[string]any{
 		"type": "cluster", "baseType": "cluster", "id": c.id, "name": c.name, "uuid": c.id + "-uuid",
-		"state": state, "transitioning": map[bool]string{true: "no", false: "yes"}[c.connected], "transitioningMessage": "",
-		"driver": "imported", "internal": false, "creatorId": strings.TrimPrefix(s.AdminPrincipalID, "local://"),
-		"created": ts, "createdTS": c.created.UnixMilli(),
-		"labels": map[string]string{}, "annotations": map[string]string{},
-		"conditions": []map[string]any{
-			{"type": conditionBacking, "status": s.backingStatus(c), "lastUpdateTime": ts},
-			{"type": "Ready", "status": ready, "lastUpdateTime": ts},
-		},
+		"state": state, "transitioning": transitioning, "transitioningMessage": message, "removed": removed,
+		"driver": driver, "internal": c.id == localCluster, "creatorId": s.adminUserID(),
+		"created": c.created.UTC().Format(time.RFC3339), "createdTS": c.created.UnixMilli(),
+		"fleetWorkspaceName": "fleet-default", "apiEndpoint": "", "agentImage": "", "version": nil,
+		"labels":      map[string]string{"cattle.io/creator": "norman"},
+		"annotations": map[string]string{"field.cattle.io/creatorId": s.adminUserID()},
+		"conditions":  s.conditions(c),
 		"links": map[string]any{
 			"self": self, "update": self, "remove": self,
-			"clusterRegistrationTokens":   self + "/clusterRegistrationTokens",
-			"clusterRoleTemplateBindings": self + "/clusterroletemplatebindings",
+			"clusterregistrationtokens":   self + "/clusterregistrationtokens",
+			"clusterroletemplatebindings": self + "/clusterroletemplatebindings",
 		},
 		"actions": map[string]any{"generateKubeconfig": self + "?action=generateKubeconfig"},
 	}
 }
+
+// adminUserID is the Rancher user behind the token.
+func (s *Server) adminUserID() string { return strings.TrimPrefix(s.AdminPrincipalID, "local://") }
 
 func (s *Server) sortedClusters() []*cluster {
 	out := make([]*cluster, 0, len(s.clusters))
@@ -70,24 +118,16 @@ func (s *Server) sortedClusters() []*cluster {
 	return out
 }
 
-// nameFilter reads ?name=<n> or the reference's ?filter=name=<n>.
-func nameFilter(r *http.Request, ignoreFilter bool) (string, bool) {
-	q := r.URL.Query()
-	if q.Has("name") {
-		return q.Get("name"), true
-	}
-	if n, ok := strings.CutPrefix(q.Get("filter"), "name="); ok && !ignoreFilter {
-		return n, true
-	}
-	return "", false
-}
-
+// listClusters serves GET /v3/clusters. Only ?name=<n> filters (exactly,
+// case-sensitively); norman ignores query parameters that name no field,
+// so the reference's ?filter=name=<n> answers every cluster, local
+// included (N:parse/collection.go parseFilters).
 func (s *Server) listClusters(w http.ResponseWriter, r *http.Request) {
-	name, filtered := nameFilter(r, s.opts.IgnoreFilterParam)
+	q := r.URL.Query()
 	s.mu.Lock()
 	var data []map[string]any
 	for _, c := range s.sortedClusters() {
-		if !filtered || c.name == name {
+		if !q.Has("name") || c.name == q.Get("name") {
 			data = append(data, s.clusterView(c))
 		}
 	}
@@ -95,6 +135,10 @@ func (s *Server) listClusters(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, s.collection("cluster", "/v3/clusters", data))
 }
 
+// createCluster serves POST /v3/clusters: an empty name is MissingRequired
+// and a name another live cluster has, whatever its case, NotUnique, both
+// with fieldName "Cluster name" and an empty message
+// (R@v2.11.3:pkg/api/norman/store/cluster/cluster_store.go:243-253,1161-1175).
 func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) {
 	var in struct {
 		Type string `json:"type"`
@@ -104,23 +148,24 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if in.Name == "" {
-		apiError(w, http.StatusUnprocessableEntity, "MissingRequired", "missing required name", "name")
+		apiError(w, http.StatusUnprocessableEntity, "MissingRequired", "", "Cluster name")
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, c := range s.clusters {
-		if c.name == in.Name {
-			apiError(w, http.StatusUnprocessableEntity, "NotUnique", "Cluster name is not unique", "name")
+		if c.removed.IsZero() && strings.EqualFold(c.name, in.Name) {
+			apiError(w, http.StatusUnprocessableEntity, "NotUnique", "", "Cluster name")
 			return
 		}
 	}
 	c := &cluster{id: "c-" + s.randID(5), name: in.Name, created: time.Now()}
 	s.clusters[c.id] = c
 	s.bindings = append(s.bindings, &binding{
-		name: CreatorBindingName, clusterID: c.id, userPrincipalID: s.AdminPrincipalID,
-		roleTemplateID: "cluster-owner", created: c.created,
+		name: CreatorBindingName, clusterID: c.id, userPrincipalID: s.AdminPrincipalID, userID: s.adminUserID(),
+		roleTemplateID: "cluster-owner", created: c.created, annotations: map[string]string{CreatorBindingAnnotation: "true"},
 	})
+	s.globalRoleBindings(c)
 	writeJSON(w, http.StatusCreated, s.clusterView(c))
 }
 
@@ -135,45 +180,61 @@ func (s *Server) getCluster(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, s.clusterView(c))
 }
 
+// deleteCluster serves DELETE /v3/clusters/<id>: 200 with the object,
+// which stays listed as "removing" for Options.RemoveDelay
+// (N:store/proxy/proxy_store.go:525-550). No cleanup Job reaches the
+// downstream cluster: its agent and cattle-system stay as they are.
 func (s *Server) deleteCluster(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, ok := s.clusters[r.PathValue("id")]
-	if !ok {
+	if !ok || c.id == localCluster {
 		notFound(w, "clusters.management.cattle.io", r.PathValue("id"))
 		return
 	}
+	if c.removed.IsZero() {
+		c.removed = time.Now()
+	}
 	view := s.clusterView(c)
-	view["state"], view["transitioning"] = "removing", "yes"
-	delete(s.clusters, c.id)
-	s.bindings = slices.DeleteFunc(s.bindings, func(b *binding) bool { return b.clusterID == c.id })
-	s.tokens = slices.DeleteFunc(s.tokens, func(t *regToken) bool { return t.clusterID == c.id })
+	s.settle(time.Now())
 	writeJSON(w, http.StatusOK, view)
+}
+
+// settle runs what Rancher's controllers do in the background, as of now:
+// removing clusters whose RemoveDelay passed (with their tokens and
+// bindings), and giving each cluster whose namespace exists its
+// default-token. Callers hold s.mu.
+func (s *Server) settle(now time.Time) {
+	for id, c := range s.clusters {
+		if !c.removed.IsZero() && now.Sub(c.removed) >= s.opts.RemoveDelay {
+			delete(s.clusters, id)
+			s.bindings = slices.DeleteFunc(s.bindings, func(b *binding) bool { return b.clusterID == id })
+			s.tokens = slices.DeleteFunc(s.tokens, func(t *regToken) bool { return t.clusterID == id })
+		}
+	}
+	for _, c := range s.clusters {
+		if c.id != localCluster && s.backingStatus(c) == "True" && s.tokenNamed(c.id, defaultToken) == nil {
+			s.addToken(c.id, defaultToken, c.created.Add(s.opts.ConditionDelay))
+		}
+	}
 }
 
 func notFound(w http.ResponseWriter, resource, id string) {
 	apiError(w, http.StatusNotFound, "NotFound", resource+` "`+id+`" not found`)
 }
 
-// MarkConnected makes a cluster "active", as when its agent connects.
-func (s *Server) MarkConnected(id string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c, ok := s.clusters[id]
-	if ok {
-		c.connected = true
-	}
-	return ok
-}
-
-// Clusters returns every cluster, by id.
+// Clusters returns every cluster but local, by id.
 func (s *Server) Clusters() []Cluster {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.settle(time.Now())
 	var out []Cluster
 	for _, c := range s.sortedClusters() {
+		if c.id == localCluster {
+			continue
+		}
 		v := s.clusterView(c)
-		out = append(out, Cluster{ID: c.id, Name: c.name, State: v["state"].(string), BackingNamespaceCreated: s.backingStatus(c)})
+		out = append(out, Cluster{ID: c.id, Name: c.name, State: v["state"].(string), BackingNamespaceCreated: s.backingStatus(c), Connected: c.connected})
 	}
 	return out
 }

@@ -1,11 +1,11 @@
 package rancher_test
 
 import (
-	"bytes"
 	"errors"
 	"io"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -24,7 +24,7 @@ func TestAuthRequired(t *testing.T) {
 	}
 	for _, tok := range []string{"", "token-wrong:nope"} {
 		code, body := call(t, s, tok, http.MethodGet, "/v3/clusters", nil)
-		want := map[string]any{"type": "error", "status": "401", "message": "must authenticate"}
+		want := map[string]any{"type": "error", "status": "401", "message": "Unauthorized 401: must authenticate"}
 		if code != http.StatusUnauthorized || !cmp.Equal(want, body) {
 			t.Errorf("token %q: %d %v, want 401 %v", tok, code, body, want)
 		}
@@ -42,94 +42,111 @@ func TestLoopbackOnly(t *testing.T) {
 	}
 }
 
+// TestImportLifecycle follows an import as Rancher 2.11 answers it: the
+// cluster starts pending with driver "" and its conditions Unknown; tokens
+// are refused until its namespace exists; Rancher makes default-token;
+// a token's command is filled later, by a controller; ?filter= is ignored
+// and ?name= matches exactly; a deleted cluster stays "removing" for a
+// while, its name free at once.
 func TestImportLifecycle(t *testing.T) {
 	t.Parallel()
-	s := start(t, rancher.Options{ConditionDelay: 50 * time.Millisecond})
+	s := start(t, rancher.Options{ConditionDelay: 50 * time.Millisecond, CommandDelay: 50 * time.Millisecond, RemoveDelay: 500 * time.Millisecond})
 	code, c := api(t, s, http.MethodPost, "/v3/clusters", map[string]any{"type": "cluster", "name": "lab1"})
-	if code != http.StatusCreated || c["type"] != "cluster" || c["state"] != "pending" || c["driver"] != "imported" {
+	if code != http.StatusCreated || c["type"] != "cluster" || c["state"] != "pending" || c["driver"] != "" {
 		t.Fatalf("create: %d %v", code, c)
 	}
 	id, _ := c["id"].(string)
-	if !regexp.MustCompile(`^c-[a-z0-9]{5}$`).MatchString(id) || c["links"].(map[string]any)["self"] != s.URL+"/v3/clusters/"+id {
-		t.Errorf("id %q links %v", id, c["links"])
+	links, _ := c["links"].(map[string]any)
+	if !regexp.MustCompile(`^c-[a-z0-9]{5}$`).MatchString(id) || links["clusterregistrationtokens"] != s.URL+"/v3/clusters/"+id+"/clusterregistrationtokens" {
+		t.Errorf("id %q links %v", id, links)
 	}
-	// RA-3: the condition is not True yet, and Rancher refuses tokens.
-	if got := condition(c, "BackingNamespaceCreated"); got != "Unknown" {
-		t.Errorf("BackingNamespaceCreated right after import = %q", got)
+	if c["annotations"].(map[string]any)["field.cattle.io/creatorId"] == "" || c["labels"].(map[string]any)["cattle.io/creator"] != "norman" {
+		t.Errorf("creator marks: %v %v", c["annotations"], c["labels"])
 	}
-	if code, e := api(t, s, http.MethodPost, "/v3/clusterRegistrationTokens", map[string]any{"type": "clusterRegistrationToken", "clusterId": id}); code != http.StatusNotFound || e["code"] != "NotFound" {
-		t.Errorf("token before the namespace: %d %v", code, e)
-	}
-	if id2 := importCluster(t, s, "lab2"); id2 == id {
-		t.Fatal("two clusters share an id")
-	}
-	if _, c = api(t, s, http.MethodGet, "/v3/clusters/"+id, nil); condition(c, "BackingNamespaceCreated") != "True" {
-		t.Fatalf("after the delay: %v", c["conditions"])
-	}
-	// Lookup by name, both query styles.
-	for _, q := range []string{"?filter=name=lab1", "?name=lab1"} {
-		_, coll := api(t, s, http.MethodGet, "/v3/clusters"+q, nil)
-		if rows := data(t, coll); len(rows) != 1 || rows[0]["id"] != id {
-			t.Errorf("%s: %v", q, rows)
+	for _, typ := range []string{"BackingNamespaceCreated", "CreatorMadeOwner", "Provisioned"} {
+		if got := condition(c, typ); got != "Unknown" {
+			t.Errorf("%s right after import = %q", typ, got)
 		}
 	}
-	if _, coll := api(t, s, http.MethodGet, "/v3/clusters?filter=name=nope", nil); len(data(t, coll)) != 0 {
-		t.Error("unknown name matched")
+	if code, e := api(t, s, http.MethodPost, "/v3/clusterRegistrationTokens", map[string]any{"type": "clusterRegistrationToken", "clusterId": id}); code != http.StatusNotFound || e["message"] != `namespaces "`+id+`" not found` {
+		t.Errorf("token before the namespace: %d %v", code, e)
 	}
-	if _, coll := api(t, s, http.MethodGet, "/v3/clusters", nil); len(data(t, coll)) != 2 {
-		t.Error("unfiltered list")
+	importCluster(t, s, "lab2")
+	// norman ignores ?filter=: every cluster, local included.
+	_, coll := api(t, s, http.MethodGet, "/v3/clusters?filter=name=lab1", nil)
+	if rows := data(t, coll); len(rows) != 3 || !slices.ContainsFunc(rows, func(r map[string]any) bool { return r["id"] == "local" }) {
+		t.Errorf("?filter=name=lab1: %v", rows)
 	}
-	// Registration token → command → manifest.
+	for q, n := range map[string]int{"?name=lab1": 1, "?name=LAB1": 0, "?name=lab": 0} {
+		if _, coll := api(t, s, http.MethodGet, "/v3/clusters"+q, nil); len(data(t, coll)) != n {
+			t.Errorf("%s: want %d rows", q, n)
+		}
+	}
 	code, tok := api(t, s, http.MethodPost, "/v3/clusterRegistrationTokens", map[string]any{"type": "clusterRegistrationToken", "clusterId": id})
-	if code != http.StatusCreated || tok["type"] != "clusterRegistrationToken" || tok["clusterId"] != id {
+	if code != http.StatusCreated || tok["clusterId"] != id || tok["namespaceId"] != nil || tok["command"] != "" || len(tok["token"].(string)) != 54 {
 		t.Fatalf("token: %d %v", code, tok)
 	}
-	_, coll := api(t, s, http.MethodGet, "/v3/clusters/"+id+"/clusterRegistrationTokens", nil)
-	rows := data(t, coll)
-	if len(rows) != 1 {
-		t.Fatalf("tokens: %v", rows)
+	rows := tokens(t, s, id)
+	if got := ids(rows); !slices.Equal(got, []string{tok["id"].(string), id + ":default-token"}) {
+		t.Errorf("tokens by id: %v", got)
 	}
-	cmd, _ := rows[len(rows)-1]["command"].(string)
-	url := regexp.MustCompile(`https://\S+\.yaml`).FindString(cmd)
-	if want := s.URL + "/v3/import/" + tok["token"].(string) + "_" + id + ".yaml"; url != want {
-		t.Fatalf("command %q: url %q, want %q", cmd, url, want)
+	time.Sleep(60 * time.Millisecond) // the controller fills the commands
+	rows = tokens(t, s, id)
+	mine := rows[slices.IndexFunc(rows, func(r map[string]any) bool { return r["id"] == tok["id"] })]
+	url := s.URL + "/v3/import/" + tok["token"].(string) + "_" + id + ".yaml"
+	if mine["manifestUrl"] != url || mine["command"] != "kubectl apply -f "+url || !strings.Contains(mine["nodeCommand"].(string), "/var/run  rancher/rancher-agent:") {
+		t.Errorf("filled token: %v", mine)
 	}
-	if got := s.Tokens(); len(got) != 1 || got[0].ManifestURL != url {
-		t.Errorf("Tokens() = %v", got)
+	fetchManifest(t, s, url)
+	if code, body := fetch(t, s, s.URL+"/v3/import/nope_"+id+".yaml"); code != http.StatusBadRequest || body != "cluster not found or invalid token" {
+		t.Errorf("unknown token manifest: %d %q", code, body)
 	}
-	checkManifest(t, s, url, id)
-	// Delete.
-	if code, c = api(t, s, http.MethodDelete, "/v3/clusters/"+id, nil); code != http.StatusOK || c["state"] != "removing" {
+	// Delete: removing for a while, the name free at once.
+	if code, c = api(t, s, http.MethodDelete, "/v3/clusters/"+id, nil); code != http.StatusOK || c["state"] != "removing" || c["removed"] == nil {
 		t.Errorf("delete: %d %v", code, c)
 	}
-	if code, e := api(t, s, http.MethodGet, "/v3/clusters/"+id, nil); code != http.StatusNotFound || e["code"] != "NotFound" || e["type"] != "error" {
-		t.Errorf("get after delete: %d %v", code, e)
+	if code, c = api(t, s, http.MethodGet, "/v3/clusters/"+id, nil); code != http.StatusOK || c["state"] != "removing" {
+		t.Errorf("right after delete: %d %v", code, c)
 	}
-	if code, _ := api(t, s, http.MethodDelete, "/v3/clusters/"+id, nil); code != http.StatusNotFound {
-		t.Errorf("second delete: %d", code)
+	again := importCluster(t, s, "lab1")
+	for code, e := api(t, s, http.MethodGet, "/v3/clusters/"+id, nil); code != http.StatusNotFound; code, e = api(t, s, http.MethodGet, "/v3/clusters/"+id, nil) {
+		if code != http.StatusOK || e["state"] != "removing" {
+			t.Fatalf("while removing: %d %v", code, e)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	for _, b := range s.Bindings() {
 		if b.ClusterID == id {
 			t.Errorf("binding %v survived its cluster", b)
 		}
 	}
-	if len(s.Tokens()) != 0 {
+	if slices.ContainsFunc(s.Tokens(), func(x rancher.Token) bool { return x.ClusterID == id }) {
 		t.Error("tokens survived their cluster")
 	}
-	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
-	resp, err := s.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
+	if code, _ := fetch(t, s, url); code != http.StatusBadRequest {
+		t.Errorf("manifest of a deleted cluster: %d", code)
 	}
-	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusNotFound {
-		t.Errorf("manifest of a deleted cluster: %d", resp.StatusCode)
+	if got := s.Clusters(); len(got) != 2 || got[0].ID == id || got[1].ID == id || !slices.ContainsFunc(got, func(x rancher.Cluster) bool { return x.ID == again }) {
+		t.Errorf("Clusters() = %v", got)
 	}
 }
 
-// checkManifest fetches the import manifest without credentials, as
-// kubectl apply -f <url> does, and reads the cluster id back.
-func checkManifest(t *testing.T, s *rancher.Server, url, id string) {
+func tokens(t *testing.T, s *rancher.Server, id string) []map[string]any {
+	t.Helper()
+	_, coll := api(t, s, http.MethodGet, "/v3/clusters/"+id+"/clusterregistrationtokens", nil)
+	return data(t, coll)
+}
+
+func ids(rows []map[string]any) []string {
+	var out []string
+	for _, r := range rows {
+		out = append(out, r["id"].(string))
+	}
+	return out
+}
+
+// fetch GETs url without credentials.
+func fetch(t *testing.T, s *rancher.Server, url string) (int, string) {
 	t.Helper()
 	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
 	resp, err := s.Client().Do(req)
@@ -138,28 +155,28 @@ func checkManifest(t *testing.T, s *rancher.Server, url, id string) {
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("manifest: %d %s", resp.StatusCode, raw)
+	if ct := resp.Header.Get("Content-Type"); ct != "text/plain" {
+		t.Errorf("%s: Content-Type %q, want text/plain", url, ct)
+	}
+	return resp.StatusCode, string(raw)
+}
+
+// fetchManifest checks the import manifest's documents: Rancher's, in
+// Rancher's order, and no cluster id anywhere (the credentials'
+// namespace is "").
+func fetchManifest(t *testing.T, s *rancher.Server, url string) {
+	t.Helper()
+	code, raw := fetch(t, s, url)
+	if code != http.StatusOK {
+		t.Fatalf("manifest: %d %s", code, raw)
 	}
 	var kinds []string
-	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	dec := yaml.NewDecoder(strings.NewReader(raw))
 	for {
 		var doc struct {
-			Kind     string `yaml:"kind"`
-			Metadata struct {
-				Name        string            `yaml:"name"`
-				Namespace   string            `yaml:"namespace"`
-				Annotations map[string]string `yaml:"annotations"`
-			} `yaml:"metadata"`
-			Spec struct {
-				Template struct {
-					Spec struct {
-						Containers []struct {
-							Env []struct{ Name, Value string } `yaml:"env"`
-						} `yaml:"containers"`
-					} `yaml:"spec"`
-				} `yaml:"template"`
-			} `yaml:"spec"`
+			Kind     string                `yaml:"kind"`
+			Metadata struct{ Name string } `yaml:"metadata"`
+			Data     map[string]string     `yaml:"data"`
 		}
 		if err := dec.Decode(&doc); errors.Is(err, io.EOF) {
 			break
@@ -167,31 +184,17 @@ func checkManifest(t *testing.T, s *rancher.Server, url, id string) {
 			t.Fatalf("manifest is not YAML: %v\n%s", err, raw)
 		}
 		kinds = append(kinds, doc.Kind+"/"+doc.Metadata.Name)
-		if doc.Kind != "Deployment" {
-			continue
-		}
-		if doc.Metadata.Namespace != "cattle-system" || doc.Metadata.Annotations[rancher.ClusterIDAnnotation] != id {
-			t.Errorf("agent metadata %+v", doc.Metadata)
-		}
-		env := map[string]string{}
-		for _, e := range doc.Spec.Template.Spec.Containers[0].Env {
-			env[e.Name] = e.Value
-		}
-		if env[rancher.AgentClusterIDEnv] != id || env["CATTLE_SERVER"] != s.URL {
-			t.Errorf("agent env %v", env)
+		if doc.Kind == "Secret" && doc.Data["namespace"] != "" {
+			t.Errorf("the import manifest's credentials carry a namespace: %v", doc.Data)
 		}
 	}
-	if !strings.HasPrefix(strings.Join(kinds, ","), "Namespace/cattle-system,") || !strings.HasSuffix(strings.Join(kinds, ","), "Deployment/cattle-cluster-agent") {
-		t.Errorf("manifest documents %v", kinds)
+	want := []string{
+		"ClusterRole/proxy-clusterrole-kubeapiserver", "ClusterRoleBinding/proxy-role-binding-kubernetes-master",
+		"Namespace/cattle-system", "ServiceAccount/cattle", "ClusterRoleBinding/cattle-admin-binding",
+		"Secret/" + kinds[5][len("Secret/"):], "ClusterRole/cattle-admin", "Deployment/cattle-cluster-agent", "Service/cattle-cluster-agent",
 	}
-	bad, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, s.URL+"/v3/import/nope_"+id+".yaml", nil)
-	resp2, err := s.Client().Do(bad)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = resp2.Body.Close()
-	if resp2.StatusCode != http.StatusNotFound {
-		t.Errorf("unknown token manifest: %d", resp2.StatusCode)
+	if diff := cmp.Diff(want, kinds); diff != "" || !strings.HasPrefix(kinds[5], "Secret/cattle-credentials-") {
+		t.Errorf("manifest documents (-want +got):\n%s", diff)
 	}
 }
 
@@ -200,57 +203,32 @@ func TestClusterErrors(t *testing.T) {
 	s := start(t, rancher.Options{})
 	importCluster(t, s, "dup")
 	for _, tc := range []struct {
-		method, path string
-		body         any
-		status       int
-		code         string
+		method, path   string
+		body           any
+		status         int
+		code, field, m string
 	}{
-		{http.MethodPost, "/v3/clusters", map[string]any{"type": "cluster"}, 422, "MissingRequired"},
-		{http.MethodPost, "/v3/clusters", map[string]any{"type": "cluster", "name": "dup"}, 422, "NotUnique"},
-		{http.MethodPost, "/v3/clusters", "not an object", 422, "InvalidBodyContent"},
-		{http.MethodGet, "/v3/clusters/c-zzzzz", nil, 404, "NotFound"},
-		{http.MethodDelete, "/v3/clusters/c-zzzzz", nil, 404, "NotFound"},
-		{http.MethodGet, "/v3/clusters/c-zzzzz/clusterRegistrationTokens", nil, 404, "NotFound"},
-		{http.MethodPost, "/v3/clusterRegistrationTokens", map[string]any{"clusterId": "c-zzzzz"}, 422, "InvalidReference"},
-		{http.MethodPost, "/v3/clusterRegistrationTokens", map[string]any{}, 422, "MissingRequired"},
-		{http.MethodGet, "/v3/nodes", nil, 404, "NotFound"},
+		{http.MethodPost, "/v3/clusters", map[string]any{"type": "cluster"}, 422, "MissingRequired", "Cluster name", ""},
+		{http.MethodPost, "/v3/clusters", map[string]any{"type": "cluster", "name": "dup"}, 422, "NotUnique", "Cluster name", ""},
+		{http.MethodPost, "/v3/clusters", map[string]any{"type": "cluster", "name": "DUP"}, 422, "NotUnique", "Cluster name", ""},
+		{http.MethodPost, "/v3/clusters", "not an object", 422, "InvalidBodyContent", "", "*"},
+		{http.MethodGet, "/v3/clusters/c-zzzzz", nil, 404, "NotFound", "", `clusters.management.cattle.io "c-zzzzz" not found`},
+		{http.MethodDelete, "/v3/clusters/c-zzzzz", nil, 404, "NotFound", "", "*"},
+		{http.MethodDelete, "/v3/clusters/local", nil, 404, "NotFound", "", "*"},
+		{http.MethodGet, "/v3/clusters/c-zzzzz/clusterregistrationtokens", nil, 404, "NotFound", "", "*"},
+		{http.MethodPost, "/v3/clusterRegistrationTokens", map[string]any{"clusterId": "c-zzzzz"}, 404, "NotFound", "", `namespaces "c-zzzzz" not found`},
+		{http.MethodPost, "/v3/clusterRegistrationTokens", map[string]any{}, 422, "MissingRequired", "clusterId", ""},
+		{http.MethodPost, "/v3/principals?action=nope", map[string]any{}, 422, "InvalidAction", "", "Invalid action: nope"},
 	} {
 		code, e := api(t, s, tc.method, tc.path, tc.body)
 		if code != tc.status || e["type"] != "error" || e["baseType"] != "error" || e["status"] != float64(tc.status) || e["code"] != tc.code {
 			t.Errorf("%s %s: %d %v, want %d %s", tc.method, tc.path, code, e, tc.status, tc.code)
 		}
-		if m, ok := e["message"].(string); !ok || m == "" {
-			t.Errorf("%s %s: message %v", tc.method, tc.path, e["message"])
+		if f, _ := e["fieldName"].(string); f != tc.field {
+			t.Errorf("%s %s: fieldName %q, want %q", tc.method, tc.path, f, tc.field)
 		}
-	}
-}
-
-func TestIgnoreFilterParam(t *testing.T) {
-	t.Parallel()
-	s := start(t, rancher.Options{IgnoreFilterParam: true})
-	importCluster(t, s, "a")
-	importCluster(t, s, "b")
-	if _, coll := api(t, s, http.MethodGet, "/v3/clusters?filter=name=a", nil); len(data(t, coll)) != 2 {
-		t.Error("?filter= was honoured")
-	}
-	if _, coll := api(t, s, http.MethodGet, "/v3/clusters?name=a", nil); len(data(t, coll)) != 1 {
-		t.Error("?name= was not honoured")
-	}
-}
-
-func TestMarkConnected(t *testing.T) {
-	t.Parallel()
-	s := start(t, rancher.Options{})
-	id := importCluster(t, s, "lab")
-	if !s.MarkConnected(id) || s.MarkConnected("c-none0") {
-		t.Fatal("MarkConnected")
-	}
-	_, c := api(t, s, http.MethodGet, "/v3/clusters/"+id, nil)
-	if c["state"] != "active" || condition(c, "Ready") != "True" {
-		t.Errorf("connected cluster: %v %v", c["state"], c["conditions"])
-	}
-	want := []rancher.Cluster{{ID: id, Name: "lab", State: "active", BackingNamespaceCreated: "True"}}
-	if diff := cmp.Diff(want, s.Clusters()); diff != "" {
-		t.Errorf("Clusters() (-want +got):\n%s", diff)
+		if m, _ := e["message"].(string); tc.m != "*" && m != tc.m || tc.m == "*" && m == "" {
+			t.Errorf("%s %s: message %q, want %q", tc.method, tc.path, m, tc.m)
+		}
 	}
 }

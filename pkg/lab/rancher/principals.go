@@ -4,8 +4,19 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"time"
 )
+
+// principalFor is the principal id the selected provider gives login
+// (R@v2.11.3:pkg/auth/providers/: local/local_auth_provider.go, ldap/ldap_client.go:387-412,483-494).
+func (s *Server) principalFor(login string) string {
+	switch s.opts.Provider {
+	case ProviderOpenLDAP:
+		return "openldap_user://uid=" + login + ",ou=users,dc=lab"
+	case ProviderShibboleth:
+		return "shibboleth_user://" + login
+	}
+	return "local://u-" + s.randID(5)
+}
 
 func (s *Server) principalView(id, name, login, ptype string) map[string]any {
 	provider, _, _ := strings.Cut(id, "://")
@@ -13,14 +24,48 @@ func (s *Server) principalView(id, name, login, ptype string) map[string]any {
 	return map[string]any{
 		"type": "principal", "baseType": "principal", "id": id, "name": name, "loginName": login,
 		"principalType": ptype, "provider": provider, "me": id == s.AdminPrincipalID, "memberOf": false,
+		"profilePicture": "", "profileURL": "", "extraInfo": map[string]any{},
 		"links": map[string]any{"self": s.URL + "/v3/principals/" + strings.ReplaceAll(id, "/", "%2F")},
 	}
 }
 
-// principalsAction serves POST /v3/principals?action=search {"name": …}.
+// admin is the token's own user, a local user whatever the provider.
+func (s *Server) admin() User {
+	return User{Username: "admin", DisplayName: "Default Admin", PrincipalID: s.AdminPrincipalID}
+}
+
+// localMatch is the local provider's search: a query of up to six
+// characters matches a prefix (two characters at least) of the username,
+// the display name or one of its words, or the user object's name; a
+// longer one a substring of the username or display name, or a prefix of
+// the object's name; case-insensitively
+// (R@v2.11.3:pkg/auth/providers/local/local_auth_provider.go:400-455).
+func localMatch(u User, q string) bool {
+	q = strings.ToLower(q)
+	object := strings.TrimPrefix(u.PrincipalID, "local://")
+	names := []string{strings.ToLower(u.Username), strings.ToLower(u.DisplayName)}
+	if len(q) > 6 {
+		return strings.Contains(names[0], q) || strings.Contains(names[1], q) || strings.HasPrefix(object, q)
+	}
+	if len(q) < 2 {
+		return false
+	}
+	names = append(names, strings.Fields(names[1])...)
+	return slices.ContainsFunc(append(names, object), func(n string) bool { return strings.HasPrefix(n, q) })
+}
+
+// prefixMatch is an LDAP search (attr=<q>*) over the login and display
+// name, case-insensitively as uid and cn compare.
+func prefixMatch(q string, names ...string) bool {
+	return q != "" && slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(strings.ToLower(n), strings.ToLower(q)) })
+}
+
+// principalsAction serves POST /v3/principals?action=search {"name": …}
+// as the provider of the token's user answers it; for a non-local
+// provider, local users are appended (R@v2.11.3:pkg/auth/providers/providers.go:215-237).
 func (s *Server) principalsAction(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Query().Get("action") != "search" {
-		apiError(w, http.StatusNotFound, "NotFound", "invalid action: "+r.URL.Query().Get("action"))
+	if a := r.URL.Query().Get("action"); a != "search" {
+		apiError(w, http.StatusUnprocessableEntity, "InvalidAction", "Invalid action: "+a)
 		return
 	}
 	var in struct {
@@ -30,26 +75,25 @@ func (s *Server) principalsAction(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &in) {
 		return
 	}
-	q := strings.ToLower(in.Name)
-	match := func(names ...string) bool {
-		for _, n := range names {
-			if q != "" && strings.HasPrefix(strings.ToLower(n), q) {
-				return true
-			}
-		}
-		return false
-	}
+	local := s.opts.Provider == ProviderLocal
 	var data []map[string]any
 	if in.PrincipalType == "" || in.PrincipalType == "user" {
-		for _, u := range s.users {
-			if match(u.Username, u.DisplayName) {
+		users := s.users
+		if local {
+			users = append([]User{s.admin()}, users...)
+		}
+		for _, u := range users {
+			if local && localMatch(u, in.Name) || !local && prefixMatch(in.Name, u.Username, u.DisplayName) {
 				data = append(data, s.principalView(u.PrincipalID, u.DisplayName, u.Username, "user"))
 			}
 		}
+		if a := s.admin(); !local && localMatch(a, in.Name) {
+			data = append(data, s.principalView(a.PrincipalID, a.DisplayName, a.Username, "user"))
+		}
 	}
-	if in.PrincipalType == "" || in.PrincipalType == "group" {
+	if !local && (in.PrincipalType == "" || in.PrincipalType == "group") {
 		for _, g := range s.opts.Groups {
-			if match(g.Name) {
+			if prefixMatch(in.Name, g.Name) {
 				data = append(data, s.principalView(g.PrincipalID, g.Name, "", "group"))
 			}
 		}
@@ -59,148 +103,3 @@ func (s *Server) principalsAction(w http.ResponseWriter, r *http.Request) {
 
 // Users returns the configured users with their principal ids.
 func (s *Server) Users() []User { return slices.Clone(s.users) }
-
-func (s *Server) knownPrincipal(id string, group bool) bool {
-	if group {
-		return slices.ContainsFunc(s.opts.Groups, func(g Group) bool { return g.PrincipalID == id })
-	}
-	return id == s.AdminPrincipalID || slices.ContainsFunc(s.users, func(u User) bool { return u.PrincipalID == id })
-}
-
-// RoleTemplates are the cluster role template ids the lab accepts.
-func RoleTemplates() []string {
-	return []string{"cluster-owner", "cluster-member", "projects-create", "projects-view", "nodes-view", "clusterroletemplatebindings-view"}
-}
-
-type binding struct {
-	name, clusterID, userPrincipalID, groupPrincipalID, roleTemplateID string
-	created                                                            time.Time
-}
-
-// Binding is the inspection view of a cluster role template binding.
-type Binding struct {
-	ID, ClusterID, UserPrincipalID, GroupPrincipalID, RoleTemplateID string
-}
-
-func (b *binding) id() string { return b.clusterID + ":" + b.name }
-
-func (s *Server) bindingView(b *binding) map[string]any {
-	v := map[string]any{
-		"type": "clusterRoleTemplateBinding", "baseType": "clusterRoleTemplateBinding", "id": b.id(), "name": b.name,
-		"namespaceId": b.clusterID, "clusterId": b.clusterID, "roleTemplateId": b.roleTemplateID,
-		"userPrincipalId": nil, "groupPrincipalId": nil, "userId": nil, "groupId": nil,
-		"created": b.created.UTC().Format(time.RFC3339), "createdTS": b.created.UnixMilli(),
-		"links": map[string]any{
-			"self":   s.URL + "/v3/clusterRoleTemplateBindings/" + b.id(),
-			"remove": s.URL + "/v3/clusterRoleTemplateBindings/" + b.id(),
-		},
-	}
-	if b.userPrincipalID != "" {
-		v["userPrincipalId"] = b.userPrincipalID
-		_, uid, _ := strings.Cut(b.userPrincipalID, "://")
-		v["userId"] = uid
-	}
-	if b.groupPrincipalID != "" {
-		v["groupPrincipalId"] = b.groupPrincipalID
-	}
-	return v
-}
-
-func (s *Server) listBindings(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	s.mu.Lock()
-	var data []map[string]any
-	for _, b := range s.bindings {
-		if (!q.Has("clusterId") || q.Get("clusterId") == b.clusterID) &&
-			(!q.Has("userPrincipalId") || q.Get("userPrincipalId") == b.userPrincipalID) &&
-			(!q.Has("roleTemplateId") || q.Get("roleTemplateId") == b.roleTemplateID) {
-			data = append(data, s.bindingView(b))
-		}
-	}
-	s.mu.Unlock()
-	writeJSON(w, http.StatusOK, s.collection("clusterRoleTemplateBinding", "/v3/clusterroletemplatebindings", data))
-}
-
-func (s *Server) createBinding(w http.ResponseWriter, r *http.Request) {
-	var in struct {
-		ClusterID        string `json:"clusterId"`
-		UserPrincipalID  string `json:"userPrincipalId"`
-		GroupPrincipalID string `json:"groupPrincipalId"`
-		RoleTemplateID   string `json:"roleTemplateId"`
-	}
-	if !decodeBody(w, r, &in) {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	_, clusterOK := s.clusters[in.ClusterID]
-	switch {
-	case in.ClusterID == "":
-		apiError(w, http.StatusUnprocessableEntity, "MissingRequired", "missing required clusterId", "clusterId")
-	case in.RoleTemplateID == "":
-		apiError(w, http.StatusUnprocessableEntity, "MissingRequired", "missing required roleTemplateId", "roleTemplateId")
-	case (in.UserPrincipalID == "") == (in.GroupPrincipalID == ""):
-		apiError(w, http.StatusUnprocessableEntity, "InvalidBodyContent", "binding must target a user [userId]/[userPrincipalId] OR a group [groupId]/[groupPrincipalId]")
-	case !clusterOK:
-		apiError(w, http.StatusUnprocessableEntity, "InvalidReference", "invalid reference for clusterId", "clusterId")
-	case !slices.Contains(RoleTemplates(), in.RoleTemplateID):
-		apiError(w, http.StatusUnprocessableEntity, "InvalidReference", "invalid reference for roleTemplateId", "roleTemplateId")
-	case !s.knownPrincipal(in.UserPrincipalID+in.GroupPrincipalID, in.GroupPrincipalID != ""):
-		apiError(w, http.StatusUnprocessableEntity, "InvalidReference", "principal "+in.UserPrincipalID+in.GroupPrincipalID+" not found")
-	default:
-		for _, b := range s.bindings {
-			if b.clusterID == in.ClusterID && b.roleTemplateID == in.RoleTemplateID && b.userPrincipalID == in.UserPrincipalID && b.groupPrincipalID == in.GroupPrincipalID {
-				apiError(w, http.StatusConflict, "AlreadyExists", "clusterroletemplatebindings.management.cattle.io \""+b.name+"\" already exists")
-				return
-			}
-		}
-		b := &binding{
-			name: "crtb-" + s.randID(5), clusterID: in.ClusterID, userPrincipalID: in.UserPrincipalID,
-			groupPrincipalID: in.GroupPrincipalID, roleTemplateID: in.RoleTemplateID, created: time.Now(),
-		}
-		s.bindings = append(s.bindings, b)
-		writeJSON(w, http.StatusCreated, s.bindingView(b))
-	}
-}
-
-func (s *Server) findBinding(id string) int {
-	return slices.IndexFunc(s.bindings, func(b *binding) bool { return b.id() == id })
-}
-
-func (s *Server) getBinding(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	i := s.findBinding(r.PathValue("id"))
-	if i < 0 {
-		notFound(w, "clusterroletemplatebindings.management.cattle.io", r.PathValue("id"))
-		return
-	}
-	writeJSON(w, http.StatusOK, s.bindingView(s.bindings[i]))
-}
-
-func (s *Server) deleteBinding(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	i := s.findBinding(r.PathValue("id"))
-	if i < 0 {
-		notFound(w, "clusterroletemplatebindings.management.cattle.io", r.PathValue("id"))
-		return
-	}
-	v := s.bindingView(s.bindings[i])
-	s.bindings = slices.Delete(s.bindings, i, i+1)
-	writeJSON(w, http.StatusOK, v)
-}
-
-// Bindings returns every cluster role template binding, oldest first.
-func (s *Server) Bindings() []Binding {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []Binding
-	for _, b := range s.bindings {
-		out = append(out, Binding{
-			ID: b.id(), ClusterID: b.clusterID, UserPrincipalID: b.userPrincipalID,
-			GroupPrincipalID: b.groupPrincipalID, RoleTemplateID: b.roleTemplateID,
-		})
-	}
-	return out
-}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"regexp"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,18 +16,23 @@ import (
 	"github.com/talosc/talosc/pkg/lab/rancher"
 )
 
+// labUsers are users whose names trip up a prefix search: alice and
+// alicia, bob and bobby; dave is a global owner.
 func labUsers() rancher.Options {
 	return rancher.Options{
 		Users: []rancher.User{
 			{Username: "alice", DisplayName: "Alice Liddell", PrincipalID: "local://u-abc12"},
 			{Username: "alicia"},
 			{Username: "bob", DisplayName: "Bob"},
+			{Username: "bobby", DisplayName: "Robert Tables"},
+			{Username: "dave", GlobalOwner: true},
 		},
-		Groups: []rancher.Group{{Name: "alice-fans", PrincipalID: "openldap_group://cn=alice-fans"}},
+		Groups: []rancher.Group{{Name: "alice-fans", PrincipalID: "openldap_group://cn=alice-fans,ou=groups,dc=lab"}},
 	}
 }
 
-// search runs the principals search action and returns "type:id" rows.
+// search runs the principals search action and returns
+// "type:loginName:id" rows.
 func search(t *testing.T, s *rancher.Server, body map[string]any) []string {
 	t.Helper()
 	code, coll := api(t, s, http.MethodPost, "/v3/principals?action=search", body)
@@ -34,116 +41,144 @@ func search(t *testing.T, s *rancher.Server, body map[string]any) []string {
 	}
 	var out []string
 	for _, p := range data(t, coll) {
-		if p["type"] != "principal" {
-			t.Errorf("row type %v", p["type"])
+		if p["type"] != "principal" || p["extraInfo"] == nil {
+			t.Errorf("row %v", p)
 		}
 		out = append(out, p["principalType"].(string)+":"+p["loginName"].(string)+":"+p["id"].(string))
 	}
 	return out
 }
 
-func TestPrincipalSearch(t *testing.T) {
+// TestPrincipalSearchLocal: under local auth ids are local://u-xxxxx,
+// whose stem is never the username; a query of up to six characters
+// matches prefixes of two or more, a longer one substrings; the token's
+// admin is a user like any other; there are no groups.
+func TestPrincipalSearchLocal(t *testing.T) {
 	t.Parallel()
 	s := start(t, labUsers())
 	users := s.Users()
-	if users[0].PrincipalID != "local://u-abc12" || !slices.ContainsFunc(users, func(u rancher.User) bool {
-		return u.Username == "alicia" && len(u.PrincipalID) == len("local://u-abc12")
-	}) {
+	if users[0].PrincipalID != "local://u-abc12" || !regexp.MustCompile(`^local://u-[a-z0-9]{5}$`).MatchString(users[1].PrincipalID) {
 		t.Fatalf("Users() = %v", users)
 	}
-	alicia := users[1].PrincipalID
-	// A prefix search, like Rancher's: groups and look-alike users too, so
-	// the client must filter for an exact user (RA-5).
-	want := []string{"user:alice:local://u-abc12", "user:alicia:" + alicia, "group::openldap_group://cn=alice-fans"}
-	if diff := cmp.Diff(want, search(t, s, map[string]any{"name": "ali"})); diff != "" {
-		t.Errorf("search ali (-want +got):\n%s", diff)
-	}
-	want = []string{"user:alice:local://u-abc12", "group::openldap_group://cn=alice-fans"}
-	if diff := cmp.Diff(want, search(t, s, map[string]any{"name": "ALICE"})); diff != "" {
-		t.Errorf("search ALICE (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff([]string{"user:alice:local://u-abc12"}, search(t, s, map[string]any{"name": "alice", "principalType": "user"})); diff != "" {
-		t.Errorf("user-only search (-want +got):\n%s", diff)
-	}
-	if got := search(t, s, map[string]any{"name": "Alice Lid"}); len(got) != 1 {
-		t.Errorf("display-name search: %v", got)
-	}
-	for _, stem := range []string{"carol", ""} {
-		if got := search(t, s, map[string]any{"name": stem}); len(got) != 0 {
-			t.Errorf("search %q: %v", stem, got)
+	alicia, bobby := users[1].PrincipalID, users[3].PrincipalID
+	for q, want := range map[string][]string{
+		"ali":        {"user:alice:local://u-abc12", "user:alicia:" + alicia},
+		"ALICE":      {"user:alice:local://u-abc12"},
+		"liddell":    {"user:alice:local://u-abc12"}, // a word of the display name
+		"bob":        {"user:bob:" + users[2].PrincipalID, "user:bobby:" + bobby},
+		"tables":     {"user:bobby:" + bobby},
+		"ert tables": {"user:bobby:" + bobby}, // longer than six: a substring
+		"a":          nil,                     // one character: no index entry
+		"carol":      nil,
+		"admin":      {"user:admin:" + s.AdminPrincipalID},
+	} {
+		if diff := cmp.Diff(want, search(t, s, map[string]any{"name": q})); diff != "" {
+			t.Errorf("search %q (-want +got):\n%s", q, diff)
 		}
-	}
-	if code, e := api(t, s, http.MethodPost, "/v3/principals?action=nope", map[string]any{}); code != http.StatusNotFound || e["type"] != "error" {
-		t.Errorf("unknown action: %d %v", code, e)
 	}
 }
 
+// TestPrincipalSearchLDAP: OpenLDAP and Shibboleth-with-LDAP answer a
+// prefix search with their own id shapes (a DN; the login), groups
+// included, and append the local users that match (the admin).
+func TestPrincipalSearchLDAP(t *testing.T) {
+	t.Parallel()
+	for provider, alice := range map[string]string{
+		rancher.ProviderOpenLDAP:   "openldap_user://uid=alice,ou=users,dc=lab",
+		rancher.ProviderShibboleth: "shibboleth_user://alice",
+	} {
+		o := labUsers()
+		o.Provider = provider
+		o.Users[0].PrincipalID = ""
+		s := start(t, o)
+		want := []string{"user:alice:" + alice, "user:alicia:" + s.Users()[1].PrincipalID, "group::openldap_group://cn=alice-fans,ou=groups,dc=lab"}
+		if diff := cmp.Diff(want, search(t, s, map[string]any{"name": "ali"})); diff != "" {
+			t.Errorf("%s: search ali (-want +got):\n%s", provider, diff)
+		}
+		if diff := cmp.Diff(want[:1], search(t, s, map[string]any{"name": "alice", "principalType": "user"})); diff != "" {
+			t.Errorf("%s: user search (-want +got):\n%s", provider, diff)
+		}
+		if got := search(t, s, map[string]any{"name": "adm"}); !slices.Equal(got, []string{"user:admin:" + s.AdminPrincipalID}) {
+			t.Errorf("%s: local users appended: %v", provider, got)
+		}
+	}
+	if _, err := rancher.Start(t.Context(), rancher.Options{Provider: "github"}); err == nil {
+		t.Error("an unknown provider was accepted")
+	}
+}
+
+// TestBindings: a new cluster has its creator's binding (annotated) and a
+// global owner's crtb-grb-* binding (labelled, and recreated when
+// deleted); identical bindings may coexist, as on Rancher 2.8–2.14; an
+// unknown principal is accepted with a user made for it; an unknown role
+// template is a 500.
 func TestBindings(t *testing.T) {
 	t.Parallel()
 	s := start(t, labUsers())
 	id := importCluster(t, s, "lab")
-	other := importCluster(t, s, "other")
 	list := func() []map[string]any {
 		_, coll := api(t, s, http.MethodGet, "/v3/clusterroletemplatebindings?clusterId="+id, nil)
 		return data(t, coll)
 	}
 	rows := list()
-	if len(rows) != 1 || rows[0]["id"] != id+":"+rancher.CreatorBindingName || rows[0]["userPrincipalId"] != s.AdminPrincipalID || rows[0]["roleTemplateId"] != "cluster-owner" {
+	if len(rows) != 2 || rows[0]["id"] != id+":"+rancher.CreatorBindingName || rows[0]["userPrincipalId"] != s.AdminPrincipalID ||
+		rows[0]["annotations"].(map[string]any)[rancher.CreatorBindingAnnotation] != "true" || rows[0]["namespaceId"] != nil {
 		t.Fatalf("bindings of a new cluster: %v", rows)
+	}
+	grb := rows[1]
+	if !strings.HasPrefix(grb["name"].(string), "crtb-grb-") || grb["labels"].(map[string]any)[rancher.GlobalRoleOwnerLabel] == nil {
+		t.Fatalf("global owner's binding: %v", grb)
 	}
 	add := func(body map[string]any) (int, map[string]any) {
 		return api(t, s, http.MethodPost, "/v3/clusterroletemplatebindings", body)
 	}
-	code, b := add(map[string]any{"type": "clusterRoleTemplateBinding", "clusterId": id, "userPrincipalId": "local://u-abc12", "roleTemplateId": "cluster-member"})
-	if code != http.StatusCreated || b["type"] != "clusterRoleTemplateBinding" || b["userId"] != "u-abc12" || b["groupPrincipalId"] != nil {
+	member := map[string]any{"type": "clusterRoleTemplateBinding", "clusterId": id, "userPrincipalId": "local://u-abc12", "roleTemplateId": "cluster-member"}
+	code, b := add(member)
+	if code != http.StatusCreated || b["userId"] != "u-abc12" || b["groupPrincipalId"] != nil {
 		t.Fatalf("add: %d %v", code, b)
 	}
-	if code, _ := add(map[string]any{"clusterId": id, "groupPrincipalId": "openldap_group://cn=alice-fans", "roleTemplateId": "cluster-member"}); code != http.StatusCreated {
-		t.Errorf("group binding: %d", code)
+	if code, twin := add(member); code != http.StatusCreated || twin["id"] == b["id"] {
+		t.Errorf("an identical binding: %d %v", code, twin)
+	}
+	if code, x := add(map[string]any{"clusterId": id, "userPrincipalId": "openldap_user://uid=nobody", "roleTemplateId": "cluster-member"}); code != http.StatusCreated ||
+		!regexp.MustCompile(`^u-[a-z0-9]{10}$`).MatchString(x["userId"].(string)) {
+		t.Errorf("unknown principal: %d %v", code, x)
 	}
 	for _, tc := range []struct {
 		body   map[string]any
 		status int
 		code   string
 	}{
-		{map[string]any{"clusterId": id, "userPrincipalId": "local://u-abc12", "roleTemplateId": "cluster-member"}, 409, "AlreadyExists"},
 		{map[string]any{"userPrincipalId": "local://u-abc12", "roleTemplateId": "cluster-member"}, 422, "MissingRequired"},
 		{map[string]any{"clusterId": id, "userPrincipalId": "local://u-abc12"}, 422, "MissingRequired"},
 		{map[string]any{"clusterId": id, "roleTemplateId": "cluster-member"}, 422, "InvalidBodyContent"},
-		{map[string]any{"clusterId": "c-zzzzz", "userPrincipalId": "local://u-abc12", "roleTemplateId": "cluster-member"}, 422, "InvalidReference"},
-		{map[string]any{"clusterId": id, "userPrincipalId": "local://u-abc12", "roleTemplateId": "god"}, 422, "InvalidReference"},
-		{map[string]any{"clusterId": id, "userPrincipalId": "local://u-nobody", "roleTemplateId": "cluster-member"}, 422, "InvalidReference"},
+		{map[string]any{"clusterId": "c-zzzzz", "userPrincipalId": "local://u-abc12", "roleTemplateId": "cluster-member"}, 404, "NotFound"},
+		{map[string]any{"clusterId": id, "userPrincipalId": "local://u-abc12", "roleTemplateId": "god"}, 500, "ServerError"},
 	} {
 		if code, e := add(tc.body); code != tc.status || e["code"] != tc.code || e["status"] != float64(tc.status) {
 			t.Errorf("add %v: %d %v, want %d %s", tc.body, code, e, tc.status, tc.code)
 		}
 	}
-	if len(list()) != 3 {
-		t.Errorf("bindings of %s: %v", id, list())
-	}
-	_, all := api(t, s, http.MethodGet, "/v3/clusterroletemplatebindings", nil)
-	if rows := data(t, all); len(rows) != 4 || !slices.ContainsFunc(rows, func(r map[string]any) bool { return r["clusterId"] == other }) {
-		t.Errorf("all bindings: %v", rows)
+	if n := len(list()); n != 5 {
+		t.Errorf("%d bindings of %s, want 5", n, id)
 	}
 	bid := b["id"].(string)
 	if code, got := api(t, s, http.MethodGet, "/v3/clusterroletemplatebindings/"+bid, nil); code != http.StatusOK || got["id"] != bid {
 		t.Errorf("get binding: %d %v", code, got)
 	}
-	if code, _ := api(t, s, http.MethodDelete, "/v3/clusterroletemplatebindings/"+bid, nil); code != http.StatusOK {
-		t.Errorf("delete: %d", code)
-	}
-	if code, e := api(t, s, http.MethodDelete, "/v3/clusterroletemplatebindings/"+bid, nil); code != http.StatusNotFound || e["code"] != "NotFound" {
-		t.Errorf("second delete: %d %v", code, e)
-	}
-	var got []string
-	for _, x := range s.Bindings() {
-		if x.ClusterID == id {
-			got = append(got, x.RoleTemplateID+":"+x.UserPrincipalID+x.GroupPrincipalID)
+	for _, del := range []string{bid, grb["id"].(string)} {
+		if code, _ := api(t, s, http.MethodDelete, "/v3/clusterroletemplatebindings/"+del, nil); code != http.StatusOK {
+			t.Errorf("delete %s: %d", del, code)
+		}
+		if code, e := api(t, s, http.MethodDelete, "/v3/clusterroletemplatebindings/"+del, nil); code != http.StatusNotFound || e["code"] != "NotFound" {
+			t.Errorf("second delete of %s: %d %v", del, code, e)
 		}
 	}
-	want := []string{"cluster-owner:" + s.AdminPrincipalID, "cluster-member:openldap_group://cn=alice-fans"}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("Bindings() (-want +got):\n%s", diff)
+	back := slices.IndexFunc(list(), func(r map[string]any) bool {
+		return strings.HasPrefix(r["name"].(string), "crtb-grb-") && r["id"] != grb["id"]
+	})
+	if back < 0 {
+		t.Errorf("the global owner's binding was not recreated: %v", list())
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -20,14 +21,33 @@ import (
 // Service is the name the lab records this service's calls under.
 const Service = "rancher"
 
-// User is a local user the principals search can find.
+// Auth providers the lab's principals search can answer as (Options.Provider).
+const (
+	// ProviderLocal is Rancher's local users: ids local://u-xxxxx, search
+	// by Rancher's prefix index (≤ 6 characters) or substring.
+	ProviderLocal = "local"
+	// ProviderOpenLDAP is an OpenLDAP directory: ids
+	// openldap_user://uid=<login>,ou=users,dc=lab, prefix search.
+	ProviderOpenLDAP = "openldap"
+	// ProviderShibboleth is Shibboleth (SAML) with an OpenLDAP search
+	// backend: ids shibboleth_user://<login>, prefix search.
+	ProviderShibboleth = "shibboleth"
+)
+
+// User is a user the principals search can find, as the selected auth
+// provider knows it.
 type User struct {
 	// Username is the login name ("alice").
 	Username string
 	// DisplayName is the principal's name; "" means Username.
 	DisplayName string
-	// PrincipalID is the principal id; "" means "local://u-<5 chars>".
+	// PrincipalID is the principal id; "" means the provider's shape for
+	// Username (see the Provider constants).
 	PrincipalID string
+	// GlobalOwner gives the user a GlobalRole whose inheritedClusterRoles
+	// hold cluster-owner: Rancher then keeps a crtb-grb-* binding for it in
+	// every cluster, and recreates it when deleted.
+	GlobalOwner bool
 }
 
 // Group is a group principal the search can find.
@@ -45,17 +65,22 @@ type Options struct {
 	// Token is the accepted bearer token; "" means a generated
 	// "token-xxxxx:<52 chars>".
 	Token string
+	// Provider is the auth provider the token's user logged in with, the
+	// one that answers the principals search: ProviderLocal ("" too),
+	// ProviderOpenLDAP or ProviderShibboleth.
+	Provider string
 	// Users and Groups are the principals the search knows.
 	Users  []User
 	Groups []Group
 	// ConditionDelay is how long after import BackingNamespaceCreated
-	// stays "Unknown".
+	// (and the other initial conditions) stay "Unknown".
 	ConditionDelay time.Duration
-	// IgnoreFilterParam makes GET /v3/clusters ignore "?filter=name=<n>"
-	// (answering every cluster), as norman does with a query parameter that
-	// names no field; by default the lab honours it like "?name=<n>". It is
-	// the only way to get "more than one match" (names are unique).
-	IgnoreFilterParam bool
+	// CommandDelay is how long after a registration token's creation its
+	// command and manifestUrl stay "" (a controller fills them).
+	CommandDelay time.Duration
+	// RemoveDelay is how long a deleted cluster stays listed as
+	// "removing" before its finalizers let it go.
+	RemoveDelay time.Duration
 	// Seed makes generated ids replayable.
 	Seed uint64
 	// Injector and Recorder are the lab's; nil means none / a private one.
@@ -72,7 +97,7 @@ type Server struct {
 	// Token is the bearer token the server accepts.
 	Token string
 	// AdminPrincipalID is the principal of the token's user, the owner of
-	// every cluster it creates.
+	// every cluster it creates (a local user: local://user-xxxxx).
 	AdminPrincipalID string
 
 	opts Options
@@ -85,6 +110,8 @@ type Server struct {
 	tokens   []*regToken
 	bindings []*binding
 	scripted []scriptedError
+	// userIDs are the Rancher users (u-xxxxx) made for principals, by id.
+	userIDs map[string]string
 }
 
 type scriptedError struct {
@@ -101,8 +128,14 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	if o.Recorder == nil {
 		o.Recorder = &labnet.Recorder{}
 	}
+	if o.Provider == "" {
+		o.Provider = ProviderLocal
+	}
+	if !slices.Contains([]string{ProviderLocal, ProviderOpenLDAP, ProviderShibboleth}, o.Provider) {
+		return nil, fmt.Errorf("rancher: auth provider %q: choose %s, %s or %s", o.Provider, ProviderLocal, ProviderOpenLDAP, ProviderShibboleth)
+	}
 	s := &Server{
-		opts: o, clusters: map[string]*cluster{},
+		opts: o, clusters: map[string]*cluster{}, userIDs: map[string]string{},
 		rng: rand.New(rand.NewPCG(o.Seed, o.Seed^0x5a17)), //nolint:gosec // replayable ids, not security
 	}
 	s.Token = o.Token
@@ -115,10 +148,11 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 			u.DisplayName = u.Username
 		}
 		if u.PrincipalID == "" {
-			u.PrincipalID = "local://u-" + s.randID(5)
+			u.PrincipalID = s.principalFor(u.Username)
 		}
 		s.users = append(s.users, u)
 	}
+	s.clusters[localCluster] = &cluster{id: localCluster, name: localCluster, created: time.Now(), connected: true}
 	l, err := labnet.Listen(ctx, o.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("rancher: %w", err)
@@ -170,6 +204,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /v3/clusters", s.createCluster)
 	mux.HandleFunc("GET /v3/clusters/{id}", s.getCluster)
 	mux.HandleFunc("DELETE /v3/clusters/{id}", s.deleteCluster)
+	mux.HandleFunc("GET /v3/clusters/{id}/clusterregistrationtokens", s.listTokens)
 	mux.HandleFunc("GET /v3/clusters/{id}/clusterRegistrationTokens", s.listTokens)
 	mux.HandleFunc("POST /v3/clusterRegistrationTokens", s.createToken)
 	mux.HandleFunc("GET /v3/clusterRegistrationTokens", s.listTokens)
@@ -186,8 +221,11 @@ func (s *Server) routes() http.Handler {
 			s.importManifest(w, r) // unauthenticated, like Rancher's
 			return
 		}
+		s.mu.Lock()
+		s.settle(time.Now())
+		s.mu.Unlock()
 		if r.Header.Get("Authorization") != "Bearer "+s.Token {
-			writeJSON(w, http.StatusUnauthorized, map[string]any{"type": "error", "status": "401", "message": "must authenticate"})
+			writeJSON(w, http.StatusUnauthorized, map[string]any{"type": "error", "status": "401", "message": "Unauthorized 401: must authenticate"})
 			return
 		}
 		if e, ok := s.takeScripted(r.Method, r.URL.Path); ok {

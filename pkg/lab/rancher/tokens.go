@@ -1,13 +1,19 @@
 package rancher
 
 import (
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/hex"
-	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
+)
+
+// Registration tokens Rancher makes itself: default-token for every
+// cluster once its namespace exists, system once the agent connected
+// (R@v2.11.3:pkg/controllers/provisioningv2/cluster/controller.go:322-341,
+// pkg/systemaccount/systemaccount.go:89-121).
+const (
+	defaultToken = "default-token"
+	systemToken  = "system"
 )
 
 type regToken struct {
@@ -20,25 +26,59 @@ type Token struct {
 	ID, ClusterID, Token, ManifestURL string
 }
 
+func (t *regToken) id() string { return t.clusterID + ":" + t.name }
+
 func (s *Server) manifestURL(t *regToken) string {
 	return s.URL + "/v3/import/" + t.token + "_" + t.clusterID + ".yaml"
 }
 
+// tokenView is a token as v3 shows it: the commands and manifestUrl stay ""
+// until a controller fills them, Options.CommandDelay after the create
+// (R@v2.11.3:pkg/controllers/dashboard/clusterregistrationtoken/status.go);
+// namespaceId is null.
 func (s *Server) tokenView(t *regToken) map[string]any {
-	id := t.clusterID + ":" + t.name
-	u := s.manifestURL(t)
-	return map[string]any{
-		"type": "clusterRegistrationToken", "baseType": "clusterRegistrationToken", "id": id, "name": t.name,
-		"namespaceId": t.clusterID, "clusterId": t.clusterID, "token": t.token, "state": "active",
+	v := map[string]any{
+		"type": "clusterRegistrationToken", "baseType": "clusterRegistrationToken", "id": t.id(), "name": t.name,
+		"namespaceId": nil, "clusterId": t.clusterID, "token": t.token, "state": "active", "uuid": t.id() + "-uuid",
+		"creatorId": s.adminUserID(), "labels": map[string]string{}, "annotations": map[string]string{},
 		"created": t.created.UTC().Format(time.RFC3339), "createdTS": t.created.UnixMilli(),
-		"manifestUrl":     u,
-		"command":         "kubectl apply -f " + u,
-		"insecureCommand": "curl --insecure -sfL " + u + " | kubectl apply -f -",
-		"nodeCommand":     "sudo docker run -d --privileged --restart=unless-stopped --net=host -v /etc/kubernetes:/etc/kubernetes -v /var/run:/var/run rancher/rancher-agent:v2.11.3 --server " + s.URL + " --token " + t.token,
-		"links":           map[string]any{"self": s.URL + "/v3/clusterRegistrationTokens/" + id},
+		"manifestUrl": "", "command": "", "insecureCommand": "", "nodeCommand": "", "insecureNodeCommand": "",
+		"windowsNodeCommand": "", "insecureWindowsNodeCommand": "",
+		"links": map[string]any{"self": s.URL + "/v3/clusterRegistrationTokens/" + t.id()},
 	}
+	if time.Since(t.created) < s.opts.CommandDelay {
+		return v
+	}
+	u := s.manifestURL(t)
+	v["manifestUrl"] = u
+	v["command"] = "kubectl apply -f " + u
+	v["insecureCommand"] = "curl --insecure -sfL " + u + " | kubectl apply -f -"
+	node := "sudo docker run -d --privileged --restart=unless-stopped --net=host -v /etc/kubernetes:/etc/kubernetes -v /var/run:/var/run  " +
+		AgentImage + " --server " + s.URL + " --token " + t.token + " --ca-checksum " + caChecksum(s.CAPEM)
+	v["nodeCommand"], v["insecureNodeCommand"] = node, "curl --insecure -sfL "+s.URL+"/system-agent-install.sh | sudo sh -s - --server "+s.URL+" --token "+t.token
+	return v
 }
 
+func (s *Server) tokenNamed(clusterID, name string) *regToken {
+	i := slices.IndexFunc(s.tokens, func(t *regToken) bool { return t.clusterID == clusterID && t.name == name })
+	if i < 0 {
+		return nil
+	}
+	return s.tokens[i]
+}
+
+// addToken makes a token of 54 characters; callers hold s.mu.
+func (s *Server) addToken(clusterID, name string, created time.Time) *regToken {
+	t := &regToken{name: name, clusterID: clusterID, token: s.randID(54), created: created}
+	s.tokens = append(s.tokens, t)
+	slices.SortFunc(s.tokens, func(a, b *regToken) int { return strings.Compare(a.id(), b.id()) })
+	return t
+}
+
+// createToken serves POST /v3/clusterRegistrationTokens. The token lives
+// in the cluster's namespace: before that exists (or for a cluster that
+// does not) the create fails as Kubernetes answers, translated by norman
+// (N:store/proxy/error_wrapper.go).
 func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 	var in struct {
 		ClusterID string `json:"clusterId"`
@@ -47,30 +87,29 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if in.ClusterID == "" {
-		apiError(w, http.StatusUnprocessableEntity, "MissingRequired", "missing required clusterId", "clusterId")
+		apiError(w, http.StatusUnprocessableEntity, "MissingRequired", "", "clusterId")
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, ok := s.clusters[in.ClusterID]
-	if !ok {
-		apiError(w, http.StatusUnprocessableEntity, "InvalidReference", "invalid reference for clusterId", "clusterId")
+	if !ok || s.backingStatus(c) != "True" {
+		notFound(w, "namespaces", in.ClusterID)
 		return
 	}
-	if s.backingStatus(c) != "True" {
-		notFound(w, "namespaces", c.id) // the cluster's backing namespace does not exist yet
-		return
-	}
-	t := &regToken{name: "crt-" + s.randID(5), clusterID: c.id, token: s.randID(54), created: time.Now()}
-	s.tokens = append(s.tokens, t)
+	t := s.addToken(c.id, "crt-"+s.randID(5), time.Now())
 	writeJSON(w, http.StatusCreated, s.tokenView(t))
 }
 
+// listTokens serves a cluster's tokens, sorted by id as norman sorts
+// (N:api/handler/query.go): the "last row" is the largest id, system or
+// default-token once they exist, not the newest.
 func (s *Server) listTokens(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if id == "" {
 		id = r.URL.Query().Get("clusterId")
 	}
+	want := r.URL.Query().Get("token")
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if r.PathValue("id") != "" {
@@ -81,20 +120,21 @@ func (s *Server) listTokens(w http.ResponseWriter, r *http.Request) {
 	}
 	var data []map[string]any
 	for _, t := range s.tokens {
-		if id == "" || t.clusterID == id {
+		if (id == "" || t.clusterID == id) && (want == "" || t.token == want) {
 			data = append(data, s.tokenView(t))
 		}
 	}
 	writeJSON(w, http.StatusOK, s.collection("clusterRegistrationToken", r.URL.Path, data))
 }
 
-// Tokens returns every registration token, oldest first.
+// Tokens returns every registration token, by id.
 func (s *Server) Tokens() []Token {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.settle(time.Now())
 	var out []Token
 	for _, t := range s.tokens {
-		out = append(out, Token{ID: t.clusterID + ":" + t.name, ClusterID: t.clusterID, Token: t.token, ManifestURL: s.manifestURL(t)})
+		out = append(out, Token{ID: t.id(), ClusterID: t.clusterID, Token: t.token, ManifestURL: s.manifestURL(t)})
 	}
 	return out
 }
@@ -103,120 +143,26 @@ func isImportPath(p string) bool {
 	return strings.HasPrefix(p, "/v3/import/") && strings.HasSuffix(p, ".yaml")
 }
 
+// importManifest serves GET /v3/import/<token>_<cluster>.yaml without
+// authentication, in text/plain, as Rancher ≥ 2.11.16 does: a token and
+// cluster that do not belong together get 400 "cluster not found or
+// invalid token" (rancher/rancher c210ad2d82).
 func (s *Server) importManifest(w http.ResponseWriter, r *http.Request) {
 	name := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/v3/import/"), ".yaml")
 	tok, clusterID, _ := strings.Cut(name, "_")
 	s.mu.Lock()
 	var found *regToken
 	for _, t := range s.tokens {
-		if t.token == tok && t.clusterID == clusterID {
+		if c, ok := s.clusters[t.clusterID]; ok && c.removed.IsZero() && t.token == tok && t.clusterID == clusterID {
 			found = t
 		}
 	}
 	s.mu.Unlock()
+	w.Header().Set("Content-Type", "text/plain")
 	if found == nil {
-		apiError(w, http.StatusNotFound, "NotFound", "invalid token")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write([]byte("cluster not found or invalid token"))
 		return
 	}
-	w.Header().Set("Content-Type", "application/yaml")
-	_, _ = w.Write([]byte(ImportManifest(s.URL, found.clusterID, found.token, s.CAPEM)))
-}
-
-// AgentClusterIDEnv is the env var of the cattle-cluster-agent container
-// that carries the cluster id in the lab's import manifest.
-const AgentClusterIDEnv = "CATTLE_CLUSTER_ID"
-
-// ClusterIDAnnotation is the cattle-cluster-agent Deployment annotation
-// that carries the cluster id.
-const ClusterIDAnnotation = "management.cattle.io/cluster-id"
-
-// ImportManifest renders the multi-document YAML served at a token's
-// manifest URL for cluster clusterID.
-func ImportManifest(serverURL, clusterID, token string, caPEM []byte) string {
-	sum := sha256.Sum256(caPEM)
-	credHash := sha256.Sum256([]byte(serverURL + token))
-	secret := "cattle-credentials-" + hex.EncodeToString(credHash[:])[:7]
-	b64 := base64.StdEncoding.EncodeToString
-	return fmt.Sprintf(`---
-apiVersion: v1
-kind: Namespace
-metadata:
-  name: cattle-system
----
-apiVersion: v1
-kind: ServiceAccount
-metadata:
-  name: cattle
-  namespace: cattle-system
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata:
-  name: cattle-admin-binding
-  labels:
-    cattle.io/creator: norman
-roleRef:
-  apiGroup: rbac.authorization.k8s.io
-  kind: ClusterRole
-  name: cluster-admin
-subjects:
-- kind: ServiceAccount
-  name: cattle
-  namespace: cattle-system
----
-apiVersion: v1
-kind: Secret
-metadata:
-  name: %[1]s
-  namespace: cattle-system
-type: Opaque
-data:
-  url: %[2]q
-  token: %[3]q
-  namespace: %[4]q
----
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: cattle-cluster-agent
-  namespace: cattle-system
-  annotations:
-    management.cattle.io/scale-available: "2"
-    %[5]s: %[6]q
-spec:
-  selector:
-    matchLabels:
-      app: cattle-cluster-agent
-  template:
-    metadata:
-      labels:
-        app: cattle-cluster-agent
-    spec:
-      serviceAccountName: cattle
-      containers:
-      - name: cluster-register
-        image: rancher/rancher-agent:v2.11.3
-        imagePullPolicy: IfNotPresent
-        env:
-        - name: CATTLE_SERVER
-          value: %[7]q
-        - name: CATTLE_CA_CHECKSUM
-          value: %[8]q
-        - name: CATTLE_CLUSTER
-          value: "true"
-        - name: CATTLE_K8S_MANAGED
-          value: "true"
-        - name: %[9]s
-          value: %[6]q
-        volumeMounts:
-        - name: cattle-credentials
-          mountPath: /cattle-credentials
-          readOnly: true
-      volumes:
-      - name: cattle-credentials
-        secret:
-          secretName: %[1]s
-          defaultMode: 320
-`, secret, b64([]byte(serverURL)), b64([]byte(token)), b64([]byte(clusterID)),
-		ClusterIDAnnotation, clusterID, serverURL, hex.EncodeToString(sum[:]), AgentClusterIDEnv)
+	_, _ = w.Write([]byte(ImportManifest(s.URL, found.token, "", s.CAPEM)))
 }

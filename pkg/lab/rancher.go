@@ -1,0 +1,73 @@
+package lab
+
+import (
+	"time"
+
+	kubeclient "k8s.io/client-go/kubernetes"
+
+	"github.com/talosc/talosc/pkg/lab/rancher"
+)
+
+// RancherUsers are the users the lab's Rancher knows, whatever its auth
+// provider: alice, bob and carol, with the look-alikes a prefix search
+// also returns (alicia, bobby, caroline: a plugin that takes the first
+// row binds the wrong one), and dave, whose global role makes Rancher keep
+// a crtb-grb-* cluster-owner binding in every cluster.
+var RancherUsers = []rancher.User{
+	{Username: "alice", DisplayName: "Alice Liddell"},
+	{Username: "alicia", DisplayName: "Alicia Keys"},
+	{Username: "bob", DisplayName: "Bob Builder"},
+	{Username: "bobby", DisplayName: "Bobby Tables"},
+	{Username: "carol", DisplayName: "Carol Danvers"},
+	{Username: "caroline", DisplayName: "Caroline Herschel"},
+	{Username: "dave", DisplayName: "Dave Global", GlobalOwner: true},
+}
+
+// RancherGroups are the directory groups (LDAP providers only).
+var RancherGroups = []rancher.Group{
+	{Name: "platform", PrincipalID: "openldap_group://cn=platform,ou=groups,dc=lab"},
+	{Name: "alice-fans", PrincipalID: "openldap_group://cn=alice-fans,ou=groups,dc=lab"},
+}
+
+// Rancher's background work in the lab: conditions turn True after a
+// second, commands are filled half a second after a token's create, a
+// deleted cluster is gone after two seconds, and agents are looked for
+// every quarter second.
+const (
+	rancherConditionDelay = time.Second
+	rancherCommandDelay   = 500 * time.Millisecond
+	rancherRemoveDelay    = 2 * time.Second
+	rancherAgentPoll      = 250 * time.Millisecond
+)
+
+// startRancher starts the lab's Rancher with auth provider auth.
+func (l *Lab) startRancher(auth string) error {
+	r, err := rancher.Start(l.ctx, rancher.Options{
+		Provider: auth, Users: RancherUsers, Groups: RancherGroups,
+		ConditionDelay: rancherConditionDelay, CommandDelay: rancherCommandDelay, RemoveDelay: rancherRemoveDelay,
+		Injector: l.inj, Recorder: l.rec,
+	})
+	if err != nil {
+		return err
+	}
+	l.Rancher = r
+	l.add(Endpoint{Name: rancher.Service, URL: r.URL}, r.Close)
+	return nil
+}
+
+// watchAgents runs, until the lab closes, the Rancher agent of every
+// cluster API the lab runs once its import manifest is applied.
+func (l *Lab) watchAgents() {
+	go l.Rancher.WatchAgents(l.ctx, rancherAgentPoll, l.kube.clients)
+}
+
+// clients are the admin clients of every cluster API running.
+func (k *kubernetes) clients() []kubeclient.Interface {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	out := make([]kubeclient.Interface, 0, len(k.servers))
+	for _, s := range k.servers {
+		out = append(out, s.Client())
+	}
+	return out
+}
