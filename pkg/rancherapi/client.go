@@ -170,13 +170,12 @@ func (c *Client) Fetch(ctx context.Context, raw string) ([]byte, error) {
 
 // redactImportURL hides the registration token of an import URL.
 func redactImportURL(raw string) string {
-	i := strings.Index(raw, "/v3/import/")
-	if i < 0 {
+	head, rest, ok := strings.Cut(raw, "/v3/import/")
+	if !ok {
 		return raw
 	}
-	rest := raw[i+len("/v3/import/"):]
 	if _, cluster, ok := strings.Cut(rest, "_"); ok {
-		return raw[:i] + "/v3/import/<token>_" + cluster
+		return head + "/v3/import/<token>_" + cluster
 	}
-	return raw[:i] + "/v3/import/<token>"
+	return head + "/v3/import/<token>"
 }

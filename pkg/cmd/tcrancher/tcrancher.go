@@ -7,12 +7,21 @@
 // and rancher.token, usually in secrets.yaml. The plugin is configured only
 // when the merged rancher section is a mapping with a non-empty url and token.
 // The url must be https (the token goes there) unless rancher.allow_http is
-// true.
+// true; rancher.ca_file names a CA bundle (relative to the cluster
+// directory) for a Rancher whose certificate the system does not trust.
 //
-// This build validates the configuration (RA-1), scaffolds it and defers its
-// work until the cluster has a kubeconfig; talking to the Rancher API is not
-// implemented yet, and a converge, destroy or status that would need it fails
-// saying so (check reports ok: false).
+// Every hook but validate and init waits for the cluster's kubeconfig
+// (deferred before the first bootstrap). Converge resolves every member
+// to exactly one Rancher principal (RA-5, RA-6) and decides the cluster's
+// identity from the downstream agent (RA-4) before it changes anything;
+// then it imports the cluster (RA-2, RA-3: a management cluster, a
+// registration token, its manifest server-side applied downstream) when
+// it is not yet, reconciles the cluster-owner and cluster-member bindings
+// (RA-7) and publishes {cluster_id, url, members} (RA-8). Status and check
+// report RA-9's fields; destroy deletes the Rancher cluster and uninstalls
+// the agent, or an orphaned agent alone (RA-10). Which real-Rancher
+// behaviour each rule follows is said where it is implemented, here and in
+// package rancherapi.
 package tcrancher
 
 import (
@@ -25,13 +34,8 @@ import (
 // Name is the plugin name and its config section.
 const Name = "rancher"
 
-// Messages shared by the hooks.
-const (
-	// NeedsKubeconfig is why work is deferred before the first bootstrap.
-	NeedsKubeconfig = "needs the cluster's kubeconfig; run converge once the cluster is up"
-	// NotImplemented is the honest boundary of this build.
-	NotImplemented = "rancher registration" + plugin.NotImplementedSuffix
-)
+// NeedsKubeconfig is why work is deferred before the first bootstrap.
+const NeedsKubeconfig = "needs the cluster's kubeconfig; run converge once the cluster is up"
 
 // ClusterScaffold is what "talosc init" appends to cluster.yaml.
 const ClusterScaffold = `# Rancher membership uses usernames: admins -> cluster-owner, users -> cluster-member.
@@ -56,15 +60,17 @@ func NewCommand(s cli.Streams) *cobra.Command {
 }
 
 // Spec is the plugin's SDK specification; tests replace its Load and
-// LookupEnv. Until the cluster has a kubeconfig its work is deferred;
-// then it is NotImplemented.
+// LookupEnv.
 func Spec() plugin.Spec {
-	return plugin.Bundled{
+	spec := plugin.Bundled{
 		Name:  Name,
 		Short: "Register the cluster with Rancher and keep its members in sync",
 
 		ClusterScaffold: ClusterScaffold, SecretsScaffold: SecretsScaffold,
 		Validate: Validate, Configured: Configured,
-		Pending: plugin.Pending{NeedsKubeconfig: NeedsKubeconfig, NotImplemented: NotImplemented},
 	}.Spec()
+	spec.Hooks.Converge, spec.Hooks.Destroy = converge, destroy
+	spec.Hooks.Status = report
+	spec.Hooks.Check = report
+	return spec
 }

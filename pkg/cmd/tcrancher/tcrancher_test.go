@@ -33,11 +33,6 @@ func TestDeferredBeforeBootstrap(t *testing.T) {
 	harness().CheckDeferred(t, configured(), tcrancher.NeedsKubeconfig)
 }
 
-func TestNotImplementedOnceBootstrapped(t *testing.T) {
-	t.Parallel()
-	harness().CheckNotImplemented(t, configured(), tcrancher.NotImplemented)
-}
-
 func TestNotConfiguredSkips(t *testing.T) {
 	t.Parallel()
 	code, sec, _ := harness().Run(t, plugintest.Bootstrapped(t), map[string]any{"admins": []any{"alice"}}, "converge")

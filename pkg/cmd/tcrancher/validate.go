@@ -9,7 +9,7 @@ import (
 )
 
 // keys are the keys of the merged rancher section.
-func keys() []string { return []string{"admins", "users", "url", "allow_http", "token"} }
+func keys() []string { return []string{"admins", "users", "url", "allow_http", "token", "ca_file"} }
 
 // tiers are the membership lists, in the order they are checked.
 func tiers() []string { return []string{"admins", "users"} }
@@ -30,14 +30,15 @@ func usernames() pluginconfig.Items {
 // non-mapping section, an unknown key, admins/users that are not lists of
 // usernames, a name under both tiers, url/token that are not non-empty
 // strings (an explicit null included), a url that is not http(s), and an
-// http url unless allow_http is true: the token would travel in clear.
+// http url unless allow_http is true: the token would travel in clear, and
+// a ca_file that is not a path.
 func Validate(raw any) []string {
 	var p pluginconfig.Problems
 	sec := p.Mapping(Name, raw)
 	if sec == nil {
 		return p
 	}
-	p.Unknown(sec, Name, keys(), "unknown key; the rancher plugin uses admins, users, url, allow_http and token")
+	p.Unknown(sec, Name, keys(), "unknown key; the rancher plugin uses admins, users, url, allow_http, token and ca_file")
 	members := map[string][]string{}
 	for _, tier := range tiers() {
 		members[tier] = p.Strings(sec, Name, tier, usernames())
@@ -55,6 +56,11 @@ func Validate(raw any) []string {
 		p.NonEmptyString(sec, Name, k)
 	}
 	p.Boolean(sec, Name, "allow_http")
+	if v, ok := sec["ca_file"]; ok {
+		if s, isString := v.(string); !isString || !pluginconfig.NonEmpty(s) {
+			p.Add(Name+".ca_file", "must be the path of a PEM CA bundle (relative to the cluster directory), not %v", v)
+		}
+	}
 	if raw, ok := sec["url"].(string); ok && pluginconfig.NonEmpty(raw) {
 		serverURL(&p, raw, sec["allow_http"] == true)
 	}

@@ -25,13 +25,15 @@ func TestValidate(t *testing.T) {
 		{"scaffold", m{"admins": l{}, "users": l{}}, nil},
 		{"full", creds(m{"admins": l{"alice", "bob"}, "users": l{"carol"}}), nil},
 		{"null tiers read as empty", m{"admins": nil, "users": nil}, nil},
+		{"ca_file", creds(m{"ca_file": "rancher-ca.pem"}), nil},
+		{"ca_file not a path", creds(m{"ca_file": true}), []string{"rancher.ca_file: must be the path of a PEM CA bundle (relative to the cluster directory), not true"}},
 		{"non-mapping section", "enabled", []string{`rancher: must be a YAML mapping, not the string "enabled"`}},
 		{"list section", l{"alice"}, []string{"rancher: must be a YAML mapping, not a list"}},
 		{
 			"unknown keys", creds(m{"admin": l{"alice"}, "URL": "x"}),
 			[]string{
-				"rancher.URL: unknown key; the rancher plugin uses admins, users, url, allow_http and token",
-				"rancher.admin: unknown key; the rancher plugin uses admins, users, url, allow_http and token",
+				"rancher.URL: unknown key; the rancher plugin uses admins, users, url, allow_http, token and ca_file",
+				"rancher.admin: unknown key; the rancher plugin uses admins, users, url, allow_http, token and ca_file",
 			},
 		},
 		{"admins a string", m{"admins": "alice"}, []string{`rancher.admins: must be a list of usernames, not the string "alice"`}},
@@ -80,7 +82,7 @@ func TestValidate(t *testing.T) {
 			"every problem at once",
 			m{"extra": 1, "admins": "alice", "users": l{2}, "url": nil, "token": ""},
 			[]string{
-				"rancher.extra: unknown key; the rancher plugin uses admins, users, url, allow_http and token",
+				"rancher.extra: unknown key; the rancher plugin uses admins, users, url, allow_http, token and ca_file",
 				`rancher.admins: must be a list of usernames, not the string "alice"`,
 				"rancher.users[0]: must be a username (rancher.users is a list of usernames), not the number 2",
 				"rancher.url: must be a non-empty string, not null",

@@ -1,0 +1,183 @@
+package tcrancher_test
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/talosc/talosc/pkg/lab/rancher"
+	"github.com/talosc/talosc/pkg/state"
+)
+
+// TestRA2_RA3_ImportsOnce: converge imports the cluster (a Rancher cluster
+// by its name, created once its namespace exists and its token's manifest
+// URL is filled, the agent's objects applied downstream, where the agent
+// connects), binds the members, and publishes the id; a second converge
+// changes nothing and never applies the manifest again (rancher#38072).
+func TestRA2_RA3_ImportsOnce(t *testing.T) {
+	t.Parallel()
+	l := newLab(t, rancher.ProviderLocal)
+	sec := l.section([]any{"alice"}, []any{"bob"})
+	out := l.converge(t, sec)
+	id := clusterID(t, out)
+	if got := l.rancher.Clusters(); len(got) != 1 || got[0].Name != "demo" || got[0].ID != id {
+		t.Fatalf("Rancher clusters: %v", got)
+	}
+	l.connected(t, id)
+	want := []string{
+		"cluster-member " + l.principal(t, "bob"), "cluster-owner " + l.principal(t, "alice"),
+		"cluster-owner " + l.principal(t, "dave"), "cluster-owner " + l.rancher.AdminPrincipalID,
+	}
+	slices.Sort(want)
+	if diff := cmp.Diff(want, l.bindings(id)); diff != "" {
+		t.Errorf("bindings (-want +got):\n%s", diff)
+	}
+	name, _, err := rancher.AgentCredentials(t.Context(), l.down.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := len(l.down.Recorder().Calls())
+	again := l.converge(t, sec)
+	if clusterID(t, again) != id || !slices.Equal(again.Messages, []string{"no changes"}) {
+		t.Errorf("second converge: %+v", again)
+	}
+	if now, _, _ := rancher.AgentCredentials(t.Context(), l.down.Client()); now != name {
+		t.Errorf("the agent was redeployed by a second converge: %s, was %s", now, name)
+	}
+	for _, c := range l.down.Recorder().Calls()[calls:] {
+		if c.Method == http.MethodPatch {
+			t.Errorf("the second converge changed the downstream cluster: %s %s", c.Method, c.Path)
+		}
+	}
+}
+
+// TestRA4_SameNamedForeignClusterNeverAttached: a Rancher cluster named
+// like this one whose agent runs in another cluster is neither attached
+// to nor deleted: converge and destroy refuse, nothing changes.
+func TestRA4_SameNamedForeignClusterNeverAttached(t *testing.T) {
+	t.Parallel()
+	l := newLab(t, rancher.ProviderLocal)
+	other := downstream(t)
+	foreign := l.api(t, http.MethodPost, "/v3/clusters", map[string]any{"type": "cluster", "name": "demo"})
+	id := foreign["id"].(string)
+	waitBacking(t, l, id)
+	tok := l.api(t, http.MethodPost, "/v3/clusterRegistrationTokens", map[string]any{"clusterId": id})
+	applyManifest(t, l, other, tok["token"].(string), id)
+	if _, err := l.rancher.ConnectAgent(t.Context(), other.Client()); err != nil {
+		t.Fatal(err)
+	}
+	before := l.bindings(id)
+	sec := l.section([]any{"alice"}, nil)
+	for _, hook := range [][]string{{"converge"}, {"destroy", "--yes"}} {
+		code, out, _ := l.run(t, sec, hook...)
+		if code != 1 || out.Error == nil || !strings.Contains(out.Error.Message, "does not match the downstream cluster") {
+			t.Errorf("%v on a foreign cluster: exit %d, %+v", hook, code, out)
+		}
+	}
+	if got := l.rancher.Clusters(); len(got) != 1 || got[0].ID != id || !got[0].Connected {
+		t.Errorf("the foreign cluster was touched: %v", got)
+	}
+	if diff := cmp.Diff(before, l.bindings(id)); diff != "" {
+		t.Errorf("the foreign cluster's bindings changed (-before +after):\n%s", diff)
+	}
+}
+
+// TestRA4_ResumesAnImportThatStopped: a pending Rancher cluster of this
+// name and no agent downstream (an import that stopped before the
+// manifest) is resumed, not duplicated.
+func TestRA4_ResumesAnImportThatStopped(t *testing.T) {
+	t.Parallel()
+	l := newLab(t, rancher.ProviderLocal)
+	id := l.api(t, http.MethodPost, "/v3/clusters", map[string]any{"type": "cluster", "name": "demo"})["id"].(string)
+	if got := clusterID(t, l.converge(t, l.section(nil, nil))); got != id {
+		t.Errorf("converge published %s, want the pending cluster %s", got, id)
+	}
+	l.connected(t, id)
+	if n := len(l.rancher.Clusters()); n != 1 {
+		t.Errorf("%d Rancher clusters, want 1", n)
+	}
+}
+
+// TestRA4_RA10_OrphanedAgent: the Rancher cluster is deleted behind
+// talosc's back; converge refuses to import again over the orphaned
+// agent, naming the way out; destroy uninstalls it (the namespace goes,
+// Rancher's finalizer taken off) and converge then imports afresh.
+func TestRA4_RA10_OrphanedAgent(t *testing.T) {
+	t.Parallel()
+	l := newLab(t, rancher.ProviderLocal)
+	sec := l.section(nil, nil)
+	id := clusterID(t, l.converge(t, sec))
+	l.connected(t, id)
+	l.api(t, http.MethodDelete, "/v3/clusters/"+id, nil)
+	waitGone(t, l, id)
+	code, out, _ := l.run(t, sec, "converge")
+	if code != 1 || out.Error == nil || !strings.Contains(out.Error.Message, `run "kubectl talosc plugin rancher destroy" to uninstall the orphaned agent`) {
+		t.Fatalf("converge over an orphaned agent: exit %d, %+v", code, out)
+	}
+	if n := len(l.rancher.Clusters()); n != 0 {
+		t.Errorf("%d Rancher clusters after the refusal", n)
+	}
+	if code, out, stderr := l.run(t, sec, "destroy", "--yes"); code != 0 || out.Status != state.StatusSucceeded {
+		t.Fatalf("destroy of an orphaned agent: exit %d, %+v\n%s", code, out, stderr)
+	}
+	ns, err := l.down.Client().CoreV1().Namespaces().Get(t.Context(), rancher.AgentNamespace, metav1.GetOptions{})
+	if err == nil && (ns.DeletionTimestamp == nil || slices.Contains(ns.Finalizers, rancher.NamespaceAuthFinalizer)) {
+		t.Errorf("cattle-system after destroy: deleting %v, finalizers %v", ns.DeletionTimestamp, ns.Finalizers)
+	}
+	if _, _, err := rancher.AgentCredentials(t.Context(), l.down.Client()); err == nil {
+		t.Error("the agent is still installed")
+	}
+}
+
+// TestRA10_Destroy deletes the Rancher cluster and uninstalls the agent;
+// a dry run changes nothing.
+func TestRA10_Destroy(t *testing.T) {
+	t.Parallel()
+	l := newLab(t, rancher.ProviderLocal)
+	sec := l.section([]any{"alice"}, nil)
+	id := clusterID(t, l.converge(t, sec))
+	l.connected(t, id)
+	code, out, _ := l.run(t, sec, "destroy", "--dry-run")
+	if code != 0 || out.Status != state.StatusPlanned || len(l.rancher.Clusters()) != 1 {
+		t.Fatalf("dry-run destroy: exit %d, %+v, clusters %v", code, out, l.rancher.Clusters())
+	}
+	if code, out, _ := l.run(t, sec, "destroy", "--yes"); code != 0 || out.Status != state.StatusSucceeded {
+		t.Fatalf("destroy: exit %d, %+v", code, out)
+	}
+	waitGone(t, l, id)
+	if _, _, err := rancher.AgentCredentials(t.Context(), l.down.Client()); err == nil {
+		t.Error("the agent is still installed")
+	}
+	if code, out, _ := l.run(t, sec, "destroy", "--yes"); code != 0 || !strings.Contains(strings.Join(out.Messages, " "), "nothing to remove") {
+		t.Errorf("second destroy: exit %d, %+v", code, out)
+	}
+}
+
+func waitBacking(t *testing.T, l *lab, id string) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if slices.ContainsFunc(l.rancher.Clusters(), func(c rancher.Cluster) bool { return c.ID == id && c.BackingNamespaceCreated == "True" }) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("cluster %s: no namespace", id)
+		}
+	}
+}
+
+func waitGone(t *testing.T, l *lab, id string) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if !slices.ContainsFunc(l.rancher.Clusters(), func(c rancher.Cluster) bool { return c.ID == id }) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("cluster %s was never removed", id)
+		}
+	}
+}
