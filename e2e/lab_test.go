@@ -170,6 +170,8 @@ func (s *scriptLab) networks() (cluster, external string) {
 //	                             CHANGE match; none: nothing changed
 //	lab glance impostors|boots-own
 //	                             see scriptLab.glance
+//	lab rancher|rancher-clusters|rancher-bindings ...
+//	                             see scriptLab.rancherCmd
 //	lab cordon DIR NAME          cordon Kubernetes Node NAME through DIR's
 //	                             kubeconfig (kubectl cordon)
 //	lab vips ADDR...             the cluster's API VIPs a control plane
@@ -198,7 +200,7 @@ func (s *scriptLab) networks() (cluster, external string) {
 //	                             waits (2 min) until NAME runs VERSION
 func cmdLab(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) == 0 || (neg && args[0] != "vm-config") {
-		ts.Fatalf("usage: lab up|follow|mark|mutations|owned|count|images|vms|isos|wait|token|task|tasks|faults|rerun-once|real-owned|real-images|sdn|vm-config|vm-pending|order|knob|volumes|etcd-members|kube-nodes|silence|inventory|glance|cordon|vips|extensions|kube-version|kubelet-versions|mirror-pods|talos-versions|wait-talos ...")
+		ts.Fatalf("usage: lab up|follow|mark|mutations|owned|count|images|vms|isos|wait|token|task|tasks|faults|rerun-once|real-owned|real-images|sdn|vm-config|vm-pending|order|knob|volumes|etcd-members|kube-nodes|silence|inventory|glance|rancher|rancher-clusters|rancher-bindings|rancher-delete|cordon|vips|extensions|kube-version|kubelet-versions|mirror-pods|talos-versions|wait-talos ...")
 	}
 	s, _ := ts.Value(labKey{}).(*scriptLab)
 	switch args[0] {
@@ -298,6 +300,8 @@ func cmdLab(ts *testscript.TestScript, neg bool, args []string) {
 		s.inventoryChanges(ts, args[1:])
 	case "glance":
 		s.glance(ts, args[1:])
+	case "rancher", "rancher-clusters", "rancher-bindings", "rancher-delete":
+		s.rancherCmd(ts, args)
 	case "cordon":
 		cordon(ts, args[1:])
 	case "vips":

@@ -1,6 +1,10 @@
 package lab
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	kubeclient "k8s.io/client-go/kubernetes"
@@ -70,4 +74,32 @@ func (k *kubernetes) clients() []kubeclient.Interface {
 		out = append(out, s.Client())
 	}
 	return out
+}
+
+// RancherCAFile is the lab Rancher's CA, written beside secrets.yaml.
+const RancherCAFile = "rancher-ca.pem"
+
+// WriteRancherCredentials gives the cluster directory dir the rancher
+// plugin's credentials: rancher.url, rancher.token and rancher.ca_file
+// (the lab Rancher's self-signed CA, written as RancherCAFile) appended to
+// secrets.yaml, so a user adds only the cluster.yaml section (admins,
+// users). It returns the files written.
+func (l *Lab) WriteRancherCredentials(dir string) ([]string, error) {
+	path := filepath.Join(dir, "secrets.yaml")
+	old, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if strings.Contains("\n"+string(old), "\nrancher:") {
+		return nil, fmt.Errorf("%s has a rancher section already", path)
+	}
+	creds := fmt.Sprintf("rancher: # the lab's Rancher\n  url: %s\n  token: %s\n  ca_file: %s\n", l.Rancher.URL, l.Rancher.Token, RancherCAFile)
+	files, err := writeFiles(dir, []file{{RancherCAFile, l.Rancher.CAPEM}})
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(path, append(old, creds...), 0o600); err != nil {
+		return nil, fmt.Errorf("write %s: %w", path, err)
+	}
+	return append(files, "secrets.yaml"), nil
 }

@@ -71,6 +71,10 @@ type UpOptions struct {
 	Slow     time.Duration
 	// ArgoCD also runs the argocd plugin's management cluster.
 	ArgoCD bool
+	// Rancher writes the lab Rancher's credentials into secrets.yaml;
+	// RancherAuth is the auth provider its principals search answers as.
+	Rancher     bool
+	RancherAuth string
 	// FollowCloud, when set, names the ADMIN cloud of a clouds.yaml
 	// (CloudsYAML, "" for the standard locations) whose real OpenStack the
 	// lab follows instead of simulating one.
@@ -123,6 +127,8 @@ address in ` + StateFile + `) takes:
 	f.Float64Var(&o.LostRate, "lost-rate", 0, "probability (0..1) that a mutating request is applied and its answer then lost (502, 504, a reset connection or a hang)")
 	f.Float64Var(&o.SlowRate, "slow-rate", 0, "probability (0..1) that an answer comes --slow late")
 	f.DurationVar(&o.Slow, "slow", 0, "how late a slow answer comes (set it just under the client's timeout)")
+	f.BoolVar(&o.Rancher, "rancher", false, "write the lab Rancher's url, token and CA into the cluster directory's secrets.yaml (add a rancher section with admins and users to cluster.yaml)")
+	f.StringVar(&o.RancherAuth, "rancher-auth", "local", "the auth provider the lab Rancher's principals search answers as: local, openldap or shibboleth")
 	f.BoolVar(&o.ArgoCD, "argocd", false, "also run the argocd plugin's management cluster (a second kube-apiserver with the ArgoCD CRDs)")
 	f.StringVar(&o.FollowCloud, "follow-openstack", "", "follow the real OpenStack of the admin `CLOUD` of clouds.yaml (e.g. oslab) instead of simulating one")
 	f.StringVar(&o.CloudsYAML, "clouds-yaml", "", "the clouds.yaml for --follow-openstack (default: the standard locations)")
@@ -145,12 +151,13 @@ func (o *UpOptions) Run(ctx context.Context, s cli.Streams) error {
 		}
 	}
 	l, err := lab.Start(ctx, lab.Options{
-		Follow:    follow,
-		Provider:  o.Provider,
-		NodesBoot: o.NodesBoot,
-		ArgoCD:    o.ArgoCD,
-		Knobs:     o.knobs(),
-		Logf:      func(format string, args ...any) { fmt.Fprintf(s.ErrOut, "talosc-lab: "+format+"\n", args...) },
+		Follow:      follow,
+		Provider:    o.Provider,
+		NodesBoot:   o.NodesBoot,
+		ArgoCD:      o.ArgoCD,
+		RancherAuth: o.RancherAuth,
+		Knobs:       o.knobs(),
+		Logf:        func(format string, args ...any) { fmt.Fprintf(s.ErrOut, "talosc-lab: "+format+"\n", args...) },
 	})
 	if err != nil {
 		return err
@@ -159,6 +166,11 @@ func (o *UpOptions) Run(ctx context.Context, s cli.Streams) error {
 	var files []string
 	if follow == nil {
 		files, err = l.WriteClusterDir(o.Dir, "lab")
+		if err == nil && o.Rancher {
+			var more []string
+			more, err = l.WriteRancherCredentials(o.Dir)
+			files = append(files, more...)
+		}
 	} else { // the followed cloud's own clouds.yaml and credentials apply
 		err = os.MkdirAll(o.Dir, 0o755)
 	}
