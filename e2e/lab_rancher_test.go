@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
-
 )
 
 // rancherCmd runs the lab Rancher's script commands:
@@ -91,4 +90,3 @@ func (s *scriptLab) rancherCmd(ts *testscript.TestScript, args []string) {
 		ts.Fatalf("usage: lab rancher DIR | rancher-clusters NAME... | rancher-bindings NAME ROLE:WHO... | rancher-delete NAME")
 	}
 }
-
