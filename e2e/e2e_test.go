@@ -93,6 +93,7 @@ func TestScripts(t *testing.T) {
 			"lab":            cmdLab,
 			"replace":        cmdReplace,
 			"untrusted-tls":  cmdUntrustedTLS,
+			"build-example":  cmdBuildExample,
 		},
 	})
 }
@@ -225,6 +226,20 @@ func cmdInstallPlugin(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(os.MkdirAll(dir, 0o755))
 	script := fmt.Sprintf("#!/bin/sh\nFAKEPLUGIN_NAME=%s exec '%s' \"$@\"\n", args[0], args[1])
 	ts.Check(os.WriteFile(filepath.Join(dir, "tc-"+args[0]), []byte(script), 0o755))
+}
+
+// cmdBuildExample runs "build-example NAME": it builds the example plugin
+// examples/tc-NAME with go build into $WORK/bin, which is on PATH, as a
+// plugin author would install theirs.
+func cmdBuildExample(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: build-example NAME")
+	}
+	cmd := exec.Command("go", "build", "-o", ts.MkAbs(filepath.Join("bin", "tc-"+args[0])), "./examples/tc-"+args[0])
+	cmd.Dir = ".."
+	if out, err := cmd.CombinedOutput(); err != nil {
+		ts.Fatalf("go build examples/tc-%s: %v\n%s", args[0], err, out)
+	}
 }
 
 // cmdReplace runs "replace FILE OLD NEW": it replaces the one occurrence of
