@@ -4,6 +4,7 @@
 package e2e
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -235,7 +236,7 @@ func cmdBuildExample(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 1 {
 		ts.Fatalf("usage: build-example NAME")
 	}
-	cmd := exec.Command("go", "build", "-o", ts.MkAbs(filepath.Join("bin", "tc-"+args[0])), "./examples/tc-"+args[0])
+	cmd := exec.CommandContext(context.Background(), "go", "build", "-o", ts.MkAbs(filepath.Join("bin", "tc-"+args[0])), "./examples/tc-"+args[0])
 	cmd.Dir = ".."
 	if out, err := cmd.CombinedOutput(); err != nil {
 		ts.Fatalf("go build examples/tc-%s: %v\n%s", args[0], err, out)
