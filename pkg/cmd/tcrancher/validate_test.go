@@ -13,7 +13,7 @@ type (
 	l = []any
 )
 
-func TestValidate(t *testing.T) {
+func TestRA1_Validate(t *testing.T) {
 	t.Parallel()
 	creds := func(extra m) m {
 		out := m{"url": "https://rancher.example.edu", "token": "token-x:y"}
