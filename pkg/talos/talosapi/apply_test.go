@@ -24,10 +24,11 @@ func withEnv(t *testing.T, config []byte) []byte {
 	return patch(t, config, "machine:\n  env:\n    TALOSC_TEST: day2\n")
 }
 
-// runsEnv reports whether host runs the configuration of withEnv.
-func (c *cluster) runsEnv(cl *talosapi.Client, host string) bool {
+// runsEnv reports whether the first control plane runs the configuration
+// of withEnv.
+func (c *cluster) runsEnv(cl *talosapi.Client) bool {
 	c.t.Helper()
-	mc, err := cl.MachineConfig(c.t.Context(), c.addr(host))
+	mc, err := cl.MachineConfig(c.t.Context(), c.addr(cp1))
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -61,7 +62,7 @@ func TestApplyLiveOn114(t *testing.T) {
 	if res.Reboot || res.Mode != "NO_REBOOT" || res.BootID != c.nodes[cp1].BootID() {
 		t.Errorf("apply on 1.14 = %+v, want NO_REBOOT with the current boot id %s", res, c.nodes[cp1].BootID())
 	}
-	if !c.runsEnv(cl, cp1) {
+	if !c.runsEnv(cl) {
 		t.Error("the applied configuration is not running")
 	}
 	if id, err := cl.BootID(t.Context(), node); err != nil || id != res.BootID {
@@ -93,7 +94,7 @@ func TestApplyRebootOn113(t *testing.T) {
 	if err != nil || after == before {
 		t.Fatalf("boot id after the reboot = %q, %v (before %s)", after, err, before)
 	}
-	if !c.runsEnv(cl, cp1) {
+	if !c.runsEnv(cl) {
 		t.Error("the node did not reboot into the applied configuration")
 	}
 	if waited == 0 {
@@ -121,7 +122,7 @@ func TestApplyDryRun(t *testing.T) {
 			if res.Reboot != tc.reboot || res.BootID != "" || !strings.Contains(res.Details, "Dry run summary") || !strings.Contains(res.Details, "TALOSC_TEST") {
 				t.Errorf("dry run = %+v, want reboot %t and the diff", res, tc.reboot)
 			}
-			if c.runsEnv(cl, cp1) || c.nodes[cp1].Status().Boots != 1 {
+			if c.runsEnv(cl) || c.nodes[cp1].Status().Boots != 1 {
 				t.Errorf("a dry run changed the node: %+v", c.nodes[cp1].Status())
 			}
 		})
@@ -210,7 +211,7 @@ func TestApplyAnswerLostAfterItWasTaken(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if !c.runsEnv(cl, cp1) {
+			if !c.runsEnv(cl) {
 				t.Error("the applied configuration is not running")
 			}
 			if want, boots := map[bool]int{true: 2, false: 1}[tc.reboot], c.nodes[cp1].Status().Boots; boots != want {
