@@ -40,15 +40,11 @@ func converge(ctx context.Context, c *plugin.Context) (plugin.Result, error) {
 	if !c.Bootstrapped() {
 		return deferred(), nil
 	}
-	s, err := open(c)
+	s, o, err := openObserved(ctx, c)
 	if err != nil {
 		return plugin.Result{}, err
 	}
 	res, err := resolve(ctx, s.rancher, members(s.sec))
-	if err != nil {
-		return plugin.Result{}, err
-	}
-	o, err := s.observe(ctx)
 	if err != nil {
 		return plugin.Result{}, err
 	}

@@ -38,11 +38,7 @@ func destroy(ctx context.Context, c *plugin.Context) (plugin.Result, error) {
 	if !c.Bootstrapped() {
 		return deferred(), nil
 	}
-	s, err := open(c)
-	if err != nil {
-		return plugin.Result{}, err
-	}
-	o, err := s.observe(ctx)
+	s, o, err := openObserved(ctx, c)
 	if err != nil {
 		return plugin.Result{}, err
 	}

@@ -16,11 +16,7 @@ func report(ctx context.Context, c *plugin.Context) (map[string]any, error) {
 	if !c.Bootstrapped() {
 		return nil, plugin.Defer(NeedsKubeconfig)
 	}
-	s, err := open(c)
-	if err != nil {
-		return nil, err
-	}
-	o, err := s.observe(ctx)
+	s, o, err := openObserved(ctx, c)
 	if err != nil {
 		return nil, err
 	}

@@ -71,3 +71,13 @@ func (s *session) observe(ctx context.Context) (observed, error) {
 
 // logf tells the human.
 func (s *session) logf(format string, args ...any) { fmt.Fprintf(s.ctx.Log, format+"\n", args...) }
+
+// openObserved is open, then observe.
+func openObserved(ctx context.Context, c *plugin.Context) (*session, observed, error) {
+	s, err := open(c)
+	if err != nil {
+		return nil, observed{}, err
+	}
+	o, err := s.observe(ctx)
+	return s, o, err
+}
