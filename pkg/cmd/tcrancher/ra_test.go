@@ -181,3 +181,21 @@ func waitGone(t *testing.T, l *lab, id string) {
 		}
 	}
 }
+
+// TestRA11_UnreadableAgentIsNotAbsent: a downstream cluster that does not
+// answer is never read as "no agent installed": converge fails naming the
+// read and imports nothing.
+func TestRA11_UnreadableAgentIsNotAbsent(t *testing.T) {
+	t.Parallel()
+	l := newLab(t, rancher.ProviderLocal)
+	if err := l.down.Close(); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := l.run(t, l.section(nil, nil), "converge")
+	if code != 1 || out.Error == nil || !strings.Contains(out.Error.Message, "read the Rancher agent of the cluster") {
+		t.Errorf("converge with the cluster's API down: exit %d, %+v", code, out)
+	}
+	if got := l.rancher.Clusters(); len(got) != 0 {
+		t.Errorf("Rancher clusters: %v", got)
+	}
+}
