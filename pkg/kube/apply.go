@@ -32,15 +32,39 @@ type discovery struct {
 // lacks (a CustomResourceDefinition applied since) is looked up afresh
 // once.
 func (c *Client) Apply(ctx context.Context, obj map[string]any, fieldManager string) error {
+	_, err := c.apply(ctx, obj, fieldManager, false)
+	return err
+}
+
+// ApplyDryRun is Apply with the API's server-side dry run (dryRun=All):
+// nothing is stored, and it returns the object as the apply would leave
+// it (defaults, admission and the CRD's schema included), which a caller
+// compares with the live object to tell whether an apply would change
+// anything. A namespaced object whose namespace does not exist fails as
+// the real apply would.
+func (c *Client) ApplyDryRun(ctx context.Context, obj map[string]any, fieldManager string) (map[string]any, error) {
+	raw, err := c.apply(ctx, obj, fieldManager, true)
+	if err != nil {
+		return nil, err
+	}
+	var out map[string]any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return nil, fmt.Errorf("kube apply (dry run): %w", err)
+	}
+	return out, nil
+}
+
+// apply sends the server-side apply and returns the API's answer.
+func (c *Client) apply(ctx context.Context, obj map[string]any, fieldManager string, dryRun bool) ([]byte, error) {
 	u := &unstructured.Unstructured{Object: obj}
 	gvk := u.GroupVersionKind()
 	if gvk.Kind == "" || gvk.Version == "" || u.GetName() == "" {
-		return fmt.Errorf("kube apply: an object needs an apiVersion, kind and name (it has %q, %q, %q)", u.GetAPIVersion(), gvk.Kind, u.GetName())
+		return nil, fmt.Errorf("kube apply: an object needs an apiVersion, kind and name (it has %q, %q, %q)", u.GetAPIVersion(), gvk.Kind, u.GetName())
 	}
 	what := fmt.Sprintf("apply %s %s", gvk.Kind, u.GetName())
 	res, err := c.resourceFor(ctx, gvk)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	path := groupVersionPath(gvk.GroupVersion())
 	switch ns := u.GetNamespace(); {
@@ -56,12 +80,20 @@ func (c *Client) Apply(ctx context.Context, obj map[string]any, fieldManager str
 	}
 	body, err := json.Marshal(u.Object)
 	if err != nil {
-		return fmt.Errorf("kube %s: %w", what, err)
+		return nil, fmt.Errorf("kube %s: %w", what, err)
 	}
-	return c.idempotent(ctx, what, func(ctx context.Context) error {
-		return c.core.Patch(types.ApplyPatchType).AbsPath(append(path, res.Name, u.GetName())...).
-			Param("fieldManager", fieldManager).Param("force", "true").Body(body).Do(ctx).Error()
+	var out []byte
+	err = c.idempotent(ctx, what, func(ctx context.Context) error {
+		req := c.core.Patch(types.ApplyPatchType).AbsPath(append(path, res.Name, u.GetName())...).
+			Param("fieldManager", fieldManager).Param("force", "true")
+		if dryRun {
+			req = req.Param("dryRun", metav1.DryRunAll)
+		}
+		var rerr error
+		out, rerr = req.Body(body).Do(ctx).Raw()
+		return rerr
 	})
+	return out, err
 }
 
 // resourceFor finds the resource serving gvk (not a subresource) in the

@@ -95,6 +95,34 @@ func Load(path string, o Options) (*Client, error) {
 	return c, nil
 }
 
+// LoadContext returns a client for context kubeContext ("" for the current
+// one) of the kubeconfig file at path, or of the default kubeconfig
+// ($KUBECONFIG, else ~/.kube/config) when path is "", as kubectl
+// --kubeconfig/--context choose.
+func LoadContext(path, kubeContext string, o Options) (*Client, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = path
+	what := "the default kubeconfig"
+	if path != "" {
+		what = "kubeconfig " + path
+	}
+	cfg, err := rules.Load()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	if kubeContext != "" {
+		if _, ok := cfg.Contexts[kubeContext]; !ok {
+			return nil, fmt.Errorf("%s has no context %q", what, kubeContext)
+		}
+		cfg.CurrentContext = kubeContext
+	}
+	c, err := fromConfig(cfg, o)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return c, nil
+}
+
 // FromBytes returns a client for the current context of a kubeconfig (as
 // Talos's Kubeconfig call returns it).
 func FromBytes(kubeconfig []byte, o Options) (*Client, error) {

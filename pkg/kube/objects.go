@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -69,6 +70,28 @@ func (c *Client) Delete(ctx context.Context, ref Ref) error {
 	}
 	return c.idempotent(ctx, "delete "+ref.String(), func(ctx context.Context) error {
 		err := c.core.Delete().AbsPath(p...).Do(ctx).Error()
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	})
+}
+
+// DeleteUID deletes the object ref only while it is the object with uid
+// (a precondition the API checks): one replaced since it was read is left
+// alone with an error. One already gone is done.
+func (c *Client) DeleteUID(ctx context.Context, ref Ref, uid string) error {
+	p, err := ref.path()
+	if err != nil {
+		return err
+	}
+	opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: (*types.UID)(&uid)}}
+	body, err := json.Marshal(opts)
+	if err != nil {
+		return fmt.Errorf("kube delete %s: %w", ref, err)
+	}
+	return c.idempotent(ctx, "delete "+ref.String(), func(ctx context.Context) error {
+		err := c.core.Delete().AbsPath(p...).Body(body).Do(ctx).Error()
 		if apierrors.IsNotFound(err) {
 			return nil
 		}

@@ -10,13 +10,34 @@
 // context, url/token and git.username/git.token usually in secrets.yaml. The
 // plugin is configured only by a kubeconfig or context (AR-1).
 //
-// This build validates the configuration (AR-2), scaffolds it and defers its
-// work until the cluster has a kubeconfig (AR-9); rendering and applying the
-// ArgoCD resources is not implemented yet, and a converge, destroy or status
-// that would need it fails saying so (check reports ok: false).
+// What it does, against two clusters:
+//   - the management cluster named by argocd.kubeconfig and/or
+//     argocd.context (AR-1), where it server-side applies (field manager
+//     "talosc") Argo CD's cluster Secret built from this cluster's
+//     kubeconfig and stamped with the Rancher cluster id (AR-7: the rancher
+//     plugin's published cluster_id, else the downstream agent's), the
+//     cluster's AppProject with admin and user roles whose policies pass
+//     Argo CD's own rules (checked here: the CRD does not), and, with
+//     git.url and infra.url, the repository Secret and the root and cluster
+//     Applications, whose Helm values are serialized YAML (AR-3…AR-5) with
+//     the MetalLB and ingress addresses of the net phase's outputs;
+//   - this cluster, which alone gets the Cinder cloud.conf Secret (AR-6).
+//
+// Every object carries the labels app.kubernetes.io/managed-by=talosc and
+// talosc.io/cluster=<name>. Converge and destroy read every object first and
+// refuse, before writing anything, to take over one of the same name that
+// lacks them; destroy deletes only objects carrying them (AR-8), each by
+// UID. Plan (converge --dry-run) writes nothing and lists what would be
+// created, updated or deleted, telling an update from the API's own dry run
+// of the apply. Status lists which objects exist, check whether each is as
+// converge would leave it. Secret contents are never printed. Before the
+// cluster has a kubeconfig every hook defers (AR-9).
 package tcargocd
 
 import (
+	"context"
+	"strings"
+
 	"github.com/spf13/cobra"
 
 	"github.com/talosc/talosc/pkg/cli"
@@ -26,14 +47,9 @@ import (
 // Name is the plugin name and its config section.
 const Name = "argocd"
 
-// Messages shared by the hooks.
-const (
-	// NeedsKubeconfig is why work is deferred before the first bootstrap
-	// (AR-9): the cluster Secret is built from the cluster's kubeconfig.
-	NeedsKubeconfig = "needs the cluster's kubeconfig to build the ArgoCD cluster Secret; run converge once the cluster is up"
-	// NotImplemented is the honest boundary of this build.
-	NotImplemented = "argocd registration" + plugin.NotImplementedSuffix
-)
+// NeedsKubeconfig is why work is deferred before the first bootstrap (AR-9):
+// the cluster Secret is built from the cluster's kubeconfig.
+const NeedsKubeconfig = "needs the cluster's kubeconfig to build the ArgoCD cluster Secret; run converge once the cluster is up"
 
 // ClusterScaffold is what "talosc init" appends to cluster.yaml. The
 // repository URLs are commented out too: a scaffold must not point ArgoCD at
@@ -73,16 +89,33 @@ func NewCommand(s cli.Streams) *cobra.Command {
 }
 
 // Spec is the plugin's SDK specification; tests replace its Load and
-// LookupEnv. Until the cluster has a kubeconfig its work is deferred (AR-9);
-// then it is NotImplemented.
+// LookupEnv.
 func Spec() plugin.Spec {
-	return plugin.Bundled{
+	spec := plugin.Bundled{
 		Name:  Name,
 		After: []string{"rancher"},
 		Short: "Register the cluster with ArgoCD and install its platform applications",
 
 		ClusterScaffold: ClusterScaffold, SecretsScaffold: SecretsScaffold,
 		Validate: Validate, Configured: Configured,
-		Pending: plugin.Pending{NeedsKubeconfig: NeedsKubeconfig, NotImplemented: NotImplemented},
 	}.Spec()
+	spec.Hooks.Validate = validateHook
+	spec.Hooks.Converge, spec.Hooks.Destroy = converge, destroy
+	spec.Hooks.Status, spec.Hooks.Check = status, check
+	return spec
+}
+
+// validateHook is Validate of the merged section plus what needs the rest
+// of the configuration: cinder's OpenStack credentials (AR-6).
+func validateHook(_ context.Context, c *plugin.Context) []string {
+	raw := c.Section[Name]
+	problems := Validate(raw)
+	if len(problems) > 0 || c.Config == nil {
+		return problems
+	}
+	s := readSettings(c.Config, raw)
+	if _, err := openstackFrom(c.Config, s.enabled("cinder")); err != nil {
+		problems = append(problems, strings.Split(err.Error(), "\n")...)
+	}
+	return problems
 }

@@ -27,19 +27,16 @@ func TestDescribe(t *testing.T) {
 	})
 }
 
-// TestPlanDeferredBeforeBootstrap is AR-9.
-func TestPlanDeferredBeforeBootstrap(t *testing.T) {
+// TestAR9_PlanDeferredBeforeBootstrap: every hook defers before the
+// cluster has a kubeconfig.
+func TestAR9_PlanDeferredBeforeBootstrap(t *testing.T) {
 	t.Parallel()
 	harness().CheckDeferred(t, active(), tcargocd.NeedsKubeconfig)
 }
 
-func TestNotImplementedOnceBootstrapped(t *testing.T) {
-	t.Parallel()
-	harness().CheckNotImplemented(t, active(), tcargocd.NotImplemented)
-}
-
-// TestURLTokenAloneDoesNotActivate is AR-1.
-func TestURLTokenAloneDoesNotActivate(t *testing.T) {
+// TestAR1_URLTokenAloneDoesNotActivate: url/token alone is not an apply
+// target.
+func TestAR1_URLTokenAloneDoesNotActivate(t *testing.T) {
 	t.Parallel()
 	code, sec, _ := harness().Run(t, t.TempDir(), map[string]any{"url": "https://argocd", "token": "t"}, "converge")
 	if code != 0 || sec.Status != state.StatusSkipped {
