@@ -89,9 +89,14 @@ func (c *Client) apply(ctx context.Context, obj map[string]any, fieldManager str
 		if dryRun {
 			req = req.Param("dryRun", metav1.DryRunAll)
 		}
-		var rerr error
-		out, rerr = req.Body(body).Do(ctx).Raw()
-		return rerr
+		// Error, not Raw's error: only Error decodes the API's Status
+		// (which fields a schema refused).
+		res := req.Body(body).Do(ctx)
+		if err := res.Error(); err != nil {
+			return err
+		}
+		out, _ = res.Raw()
+		return nil
 	})
 	return out, err
 }

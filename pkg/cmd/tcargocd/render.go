@@ -53,7 +53,9 @@ type object struct {
 	secret bool
 }
 
-func (o object) String() string { return fmt.Sprintf("%s %s (%s cluster)", o.kind, nsName(o.ref), o.where) }
+func (o object) String() string {
+	return fmt.Sprintf("%s %s (%s cluster)", o.kind, nsName(o.ref), o.where)
+}
 
 func nsName(r kube.Ref) string {
 	if r.Namespace == "" {

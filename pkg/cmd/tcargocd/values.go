@@ -65,10 +65,10 @@ func clusterValues(s settings, in inputs) (string, error) {
 		os["auth_url"], os["region"] = in.openstack.authURL, in.openstack.region
 	}
 	values := map[string]any{
-		"cluster":   map[string]any{"name": s.cluster, "url": in.access.server, "rancher": map[string]any{"id": in.rancherID}},
-		"openstack": os,
-		"sync":      s.sync,
-		"metallb":   metallb,
+		"cluster":     map[string]any{"name": s.cluster, "url": in.access.server, "rancher": map[string]any{"id": in.rancherID}},
+		"openstack":   os,
+		"sync":        s.sync,
+		"metallb":     metallb,
 		"certmanager": certmanager,
 		"ingresscontroller": map[string]any{
 			"enabled": s.enabled("ingress"), "class": class,

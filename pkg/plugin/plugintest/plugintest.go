@@ -32,6 +32,12 @@ type Harness struct {
 	// Sections is TALOSC_PLUGIN_SECTIONS as the front door would set it, such
 	// as "rancher=rancher".
 	Sections string
+	// Config, when set, is the configuration Run loads (a copy, with Dir
+	// and the plugin's section set by Run); nil: a cluster "demo".
+	Config *config.Cluster
+	// State, when set, is the document on stdin (earlier phases' and
+	// plugins' sections); nil: an empty stdin.
+	State *state.Document
 }
 
 // name is the plugin name and its section.
@@ -52,13 +58,25 @@ func (h Harness) Run(t *testing.T, dir string, section any, args ...string) (int
 		return "", false
 	}
 	spec.Load = func(d string, _ config.LoadOptions) (*config.Cluster, error) {
-		plugins := map[string]any{}
-		if section != nil {
-			plugins[name] = section
+		cfg := config.Cluster{Name: "demo"}
+		if h.Config != nil {
+			cfg = *h.Config
 		}
-		return &config.Cluster{Dir: d, Name: "demo", Plugins: plugins}, nil
+		cfg.Dir, cfg.Plugins = d, maps.Clone(cfg.Plugins)
+		if cfg.Plugins == nil {
+			cfg.Plugins = map[string]any{}
+		}
+		if section != nil {
+			cfg.Plugins[name] = section
+		}
+		return &cfg, nil
 	}
-	s, _, out, errOut := genericiooptions.NewTestIOStreams()
+	s, in, out, errOut := genericiooptions.NewTestIOStreams()
+	if h.State != nil {
+		if err := state.Write(in, h.State); err != nil {
+			t.Fatal(err)
+		}
+	}
 	code := cli.Run(plugin.NewCommand(s, spec), append(args, "-C", dir), s)
 	if len(args) > 0 && args[0] == plugin.HookDescribe {
 		return code, state.Section{}, out.String()
