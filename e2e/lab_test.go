@@ -200,7 +200,7 @@ func (s *scriptLab) networks() (cluster, external string) {
 //	                             waits (2 min) until NAME runs VERSION
 func cmdLab(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) == 0 || (neg && args[0] != "vm-config") {
-		ts.Fatalf("usage: lab up|follow|mark|mutations|owned|count|images|vms|isos|wait|token|task|tasks|faults|rerun-once|real-owned|real-images|sdn|vm-config|vm-pending|order|knob|volumes|etcd-members|kube-nodes|silence|inventory|glance|rancher|rancher-clusters|rancher-bindings|rancher-delete|cordon|vips|extensions|kube-version|kubelet-versions|mirror-pods|talos-versions|wait-talos ...")
+		ts.Fatalf("usage: lab up|follow|mark|argocd-objects|mutations|owned|count|images|vms|isos|wait|token|task|tasks|faults|rerun-once|real-owned|real-images|sdn|vm-config|vm-pending|order|knob|volumes|etcd-members|kube-nodes|silence|inventory|glance|rancher|rancher-clusters|rancher-bindings|rancher-delete|cordon|vips|extensions|kube-version|kubelet-versions|mirror-pods|talos-versions|wait-talos ...")
 	}
 	s, _ := ts.Value(labKey{}).(*scriptLab)
 	switch args[0] {
@@ -292,6 +292,8 @@ func cmdLab(ts *testscript.TestScript, neg bool, args []string) {
 		etcdMembers(ts, args[1:])
 	case "kube-nodes":
 		kubeNodes(ts, args[1:])
+	case "argocd-objects":
+		s.argocdObjects(ts, args)
 	case "silence":
 		s.silence(ts, args[1:])
 	case "fault":
@@ -374,8 +376,12 @@ func (s *scriptLab) waitServers(ts *testscript.TestScript, n int) {
 }
 
 func (s *scriptLab) up(ts *testscript.TestScript, args []string) {
+	withArgoCD := len(args) > 0 && args[0] == "--argocd"
+	if withArgoCD {
+		args = args[1:]
+	}
 	if len(args) < 2 || len(args) > 3 {
-		ts.Fatalf("usage: lab up PROVIDER DIR [NAME]")
+		ts.Fatalf("usage: lab up [--argocd] PROVIDER DIR [NAME]")
 	}
 	if s.lab != nil {
 		ts.Fatalf("lab up: this script's lab is already up")
@@ -385,7 +391,7 @@ func (s *scriptLab) up(ts *testscript.TestScript, args []string) {
 		s.cluster = args[2]
 	}
 	clusterCIDR, externalCIDR := s.networks()
-	s.start(ts, lab.Options{Provider: args[0], ClusterCIDR: clusterCIDR, ExternalCIDR: externalCIDR})
+	s.start(ts, lab.Options{Provider: args[0], ClusterCIDR: clusterCIDR, ExternalCIDR: externalCIDR, ArgoCD: withArgoCD})
 	_, err := s.lab.WriteClusterDir(ts.MkAbs(args[1]), s.cluster)
 	ts.Check(err)
 	// $CLUSTER_NET is the first three octets of the cluster network the

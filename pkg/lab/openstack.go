@@ -272,8 +272,18 @@ func (l *Lab) WriteClusterDir(dir, name string) ([]string, error) {
 	if err != nil || l.ArgoCD == nil {
 		return files, err
 	}
-	// The management cluster's kubeconfig, for argocd.kubeconfig in
-	// secrets.yaml (not set: the argocd plugin is opt-in).
+	// The management cluster's kubeconfig, and argocd.kubeconfig in
+	// secrets.yaml pointing at it: a lab started with the management
+	// cluster registers its clusters there (AR-1: the apply target alone
+	// activates the plugin; cluster.yaml's argocd section is the user's).
 	more, err := writeFiles(dir, []file{{"argocd-kubeconfig", l.ArgoCD.Kubeconfig()}})
-	return append(files, more...), err
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "secrets.yaml"), os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	_, err = f.WriteString("argocd:\n  kubeconfig: argocd-kubeconfig\n")
+	return append(files, more...), errors.Join(err, f.Close())
 }

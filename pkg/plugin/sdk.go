@@ -83,6 +83,9 @@ type Result struct {
 	// Outputs are published in the section for later plugins and the front
 	// door; any JSON-encodable value.
 	Outputs any
+	// Plan lists the changes made (or, in a dry run, that would be made),
+	// which the front door renders and counts with the phases'.
+	Plan []state.Change
 	// Messages are notes for humans.
 	Messages []string
 }

@@ -272,7 +272,7 @@ func (o *options) validate(ctx context.Context, c *Context, sec *state.Section) 
 
 // result records what converge or destroy returned.
 func (o *options) result(c *Context, sec *state.Section, r Result, err error) error {
-	sec.Messages = r.Messages
+	sec.Messages, sec.Plan = r.Messages, r.Plan
 	if r.Outputs != nil {
 		if serr := sec.SetOutputs(r.Outputs); serr != nil {
 			err = errors.Join(err, serr)

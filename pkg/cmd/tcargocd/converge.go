@@ -5,35 +5,33 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/talosc/talosc/pkg/plugin"
-)
-
-// Actions of a change.
-const (
-	actCreate = "create"
-	actUpdate = "update"
-	actDelete = "delete"
+	"github.com/talosc/talosc/pkg/state"
 )
 
 // change is one thing converge or destroy does (or, in a dry run, would
-// do). It names the object, never its content.
+// do) to one object.
 type change struct {
-	Action  string `json:"action"`
-	Cluster target `json:"cluster"`
-	Kind    string `json:"kind"`
-	Name    string `json:"name"`
-	obj     object
-	uid     string
+	action state.Action
+	obj    object
+	// uid is the live object's, for a deletion.
+	uid string
 }
 
-func (c change) String() string {
-	sign := map[string]string{actCreate: "+", actUpdate: "~", actDelete: "-"}[c.Action]
-	return fmt.Sprintf("%s %s %s %s (%s cluster)", sign, c.Action, c.Kind, c.Name, c.Cluster)
-}
-
-func newChange(action string, o object, uid string) change {
-	return change{Action: action, Cluster: o.where, Kind: o.kind, Name: nsName(o.ref), obj: o, uid: uid}
+// planOf is what the front door renders and counts: each object's kind
+// and name and its cluster, never its content.
+func planOf(changes []change) []state.Change {
+	out := make([]state.Change, 0, len(changes))
+	for _, c := range changes {
+		where := "the Argo CD management cluster"
+		if c.obj.where == downstream {
+			where = "this cluster"
+		}
+		out = append(out, state.Change{Action: c.action, Kind: "kube:" + strings.ToLower(c.obj.kind), Name: nsName(c.obj.ref), Detail: where})
+	}
+	return out
 }
 
 // plan reads every object and decides its change: create or update what
@@ -50,10 +48,10 @@ func (ss *session) plan(ctx context.Context, objs []object) ([]change, error) {
 		}
 		switch {
 		case o.body == nil && l.ours:
-			deletes = append(deletes, newChange(actDelete, o, l.uid))
+			deletes = append(deletes, change{state.ActionDelete, o, l.uid})
 		case o.body == nil:
 		case !l.found:
-			applies = append(applies, newChange(actCreate, o, ""))
+			applies = append(applies, change{action: state.ActionCreate, obj: o})
 		case !l.ours:
 			return nil, notOurs(o, ss.s.cluster)
 		default:
@@ -62,7 +60,7 @@ func (ss *session) plan(ctx context.Context, objs []object) ([]change, error) {
 				return nil, err
 			}
 			if d {
-				applies = append(applies, newChange(actUpdate, o, ""))
+				applies = append(applies, change{action: state.ActionUpdate, obj: o})
 			}
 		}
 	}
@@ -75,8 +73,8 @@ func (ss *session) execute(ctx context.Context, changes []change) error {
 	for _, c := range changes {
 		k := ss.client(c.obj)
 		var err error
-		switch c.Action {
-		case actDelete:
+		switch c.action {
+		case state.ActionDelete:
 			err = k.DeleteUID(ctx, c.obj.ref, c.uid)
 		default:
 			if c.obj.ref.Namespace == CinderNamespace {
@@ -104,6 +102,10 @@ func converge(ctx context.Context, c *plugin.Context) (plugin.Result, error) {
 	if err != nil {
 		return plugin.Result{}, err
 	}
+	kept, err := ss.keepIngress(ctx, &in)
+	if err != nil {
+		return plugin.Result{}, err
+	}
 	objs, err := render(ss.s, in)
 	if err != nil {
 		return plugin.Result{}, err
@@ -112,13 +114,16 @@ func converge(ctx context.Context, c *plugin.Context) (plugin.Result, error) {
 	if err != nil {
 		return plugin.Result{}, err
 	}
-	out := outputs(in, source, changes)
-	msgs := messages(changes, c.DryRun)
-	logLines(c, msgs)
-	if c.DryRun {
-		return plugin.Result{Outputs: out, Messages: msgs}, nil
+	res := plugin.Result{Plan: planOf(changes), Outputs: map[string]any{
+		"server": in.access.server, "rancher_id": in.rancherID, "rancher_id_source": source,
+	}}
+	if kept {
+		res.Messages = []string{"the ingress addresses are kept as the cluster Application has them: this run has no net phase outputs"}
 	}
-	return plugin.Result{Outputs: out, Messages: msgs}, ss.execute(ctx, changes)
+	if c.DryRun {
+		return res, nil
+	}
+	return res, ss.execute(ctx, changes)
 }
 
 // destroy deletes what the plugin applied for this cluster (AR-8):
@@ -139,15 +144,13 @@ func destroy(ctx context.Context, c *plugin.Context) (plugin.Result, error) {
 		case err != nil:
 			return plugin.Result{}, err
 		case l.ours:
-			changes = append(changes, newChange(actDelete, o, l.uid))
+			changes = append(changes, change{state.ActionDelete, o, l.uid})
 		case l.found:
 			left = append(left, fmt.Sprintf("left alone: %s is not labelled as talosc's for this cluster", o))
 		}
 	}
 	slices.Reverse(changes)
-	msgs := append(messages(changes, c.DryRun), left...)
-	logLines(c, msgs)
-	res := plugin.Result{Outputs: map[string]any{"changes": orEmpty(changes)}, Messages: msgs}
+	res := plugin.Result{Plan: planOf(changes), Messages: left}
 	if c.DryRun {
 		return res, nil
 	}
@@ -173,45 +176,6 @@ func (ss *session) inputs(ctx context.Context, c *plugin.Context) (inputs, strin
 		return inputs{}, "", err
 	}
 	return inputs{access: acc, rancherID: id, ingress: ing, openstack: os}, source, nil
-}
-
-// outputs are what converge publishes: the identity it registered and the
-// changes (names only).
-func outputs(in inputs, source string, changes []change) map[string]any {
-	return map[string]any{
-		"server": in.access.server, "rancher_id": in.rancherID, "rancher_id_source": source,
-		"changes": orEmpty(changes),
-	}
-}
-
-func orEmpty(cs []change) []change {
-	if cs == nil {
-		return []change{}
-	}
-	return cs
-}
-
-// messages say what changed (or would, in a dry run).
-func messages(changes []change, dryRun bool) []string {
-	if len(changes) == 0 {
-		return []string{"nothing to change"}
-	}
-	out := make([]string, 0, len(changes))
-	for _, c := range changes {
-		s := c.String()
-		if dryRun {
-			s += " (dry run: not done)"
-		}
-		out = append(out, s)
-	}
-	return out
-}
-
-// logLines writes lines for humans.
-func logLines(c *plugin.Context, lines []string) {
-	for _, l := range lines {
-		fmt.Fprintln(c.Log, l)
-	}
 }
 
 // remarshal converts v into out through JSON.

@@ -2,7 +2,6 @@ package tcargocd
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -157,10 +156,4 @@ func openstackFrom(cfg *config.Cluster, cinder bool) (*openstackInfo, error) {
 		}
 	}
 	return info, errors.Join(errs...)
-}
-
-// decoded is a Secret's data value decoded; invalid base64 reads as "".
-func decoded(v any) string {
-	b, _ := base64.StdEncoding.DecodeString(str(v))
-	return string(b)
 }

@@ -70,7 +70,8 @@ func startLabs(t *testing.T) {
 	}
 	labs.once.Do(func() {
 		ctx := context.Background()
-		if labs.dir, labs.err = os.MkdirTemp("", "tcargocd-lab-"); labs.err != nil {
+		// Shared by every test, so not a test's TempDir; TestMain removes it.
+		if labs.dir, labs.err = os.MkdirTemp("", "tcargocd-lab-"); labs.err != nil { //nolint:usetesting // see above
 			return
 		}
 		labs.mgmt, labs.err = argocd.Start(ctx, argocd.Options{Address: "127.0.0.1:0", DataDir: filepath.Join(labs.dir, "argocd")})

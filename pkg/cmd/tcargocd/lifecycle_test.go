@@ -16,13 +16,11 @@ import (
 	"github.com/talosc/talosc/pkg/state"
 )
 
-// changes lists the outputs' changes as "action kind name".
-func changes(t *testing.T, sec state.Section) []string {
-	t.Helper()
-	var out []string
-	for _, c := range sectionOf(t, sec)["changes"].([]any) {
-		c := c.(map[string]any)
-		out = append(out, c["action"].(string)+" "+c["kind"].(string)+" "+c["name"].(string))
+// changes lists the section's plan as "action kind name".
+func changes(sec state.Section) []string {
+	out := []string{}
+	for _, c := range sec.Plan {
+		out = append(out, string(c.Action)+" "+c.Kind+" "+c.Name)
 	}
 	return out
 }
@@ -43,14 +41,14 @@ func states(t *testing.T, sec state.Section) []string {
 func TestAR8_PlanWritesNothing(t *testing.T) {
 	t.Parallel()
 	startLabs(t)
-	h := labHarness("ar8p", netDoc(t, "ar8p", "10.0.0.250", "203.0.113.80"))
+	h := labHarness("ar8p", netDoc(t, "ar8p"))
 	dir := clusterDir(t, labs.down)
 	code, sec, stderr := h.Run(t, dir, fullSection(), "converge", "--dry-run")
 	want := []string{
-		"create Secret argocd/argocd-ar8p-secret", "create AppProject argocd/ar8p", "create Secret argocd/repo-ar8p",
-		"create Application argocd/ar8p", "create Application argocd/ar8p-cluster",
+		"create kube:secret argocd/argocd-ar8p-secret", "create kube:appproject argocd/ar8p", "create kube:secret argocd/repo-ar8p",
+		"create kube:application argocd/ar8p", "create kube:application argocd/ar8p-cluster",
 	}
-	if diff := cmp.Diff(want, changes(t, sec)); code != 0 || sec.Status != state.StatusPlanned || diff != "" {
+	if diff := cmp.Diff(want, changes(sec)); code != 0 || sec.Status != state.StatusPlanned || diff != "" {
 		t.Errorf("plan: exit %d, status %s, changes (-want +got):\n%s", code, sec.Status, diff)
 	}
 	noSecrets(t, labs.down, string(sec.Outputs), stderr)
@@ -64,8 +62,8 @@ func TestAR8_PlanWritesNothing(t *testing.T) {
 	section := fullSection()
 	section["automated"] = false
 	code, sec, _ = h.Run(t, dir, section, "converge", "--dry-run")
-	want = []string{"update Application argocd/ar8p", "update Application argocd/ar8p-cluster"}
-	if diff := cmp.Diff(want, changes(t, sec)); code != 0 || diff != "" {
+	want = []string{"update kube:application argocd/ar8p", "update kube:application argocd/ar8p-cluster"}
+	if diff := cmp.Diff(want, changes(sec)); code != 0 || diff != "" {
 		t.Errorf("plan after a change: exit %d, changes (-want +got):\n%s", code, diff)
 	}
 	if _, has, _ := unstructured.NestedMap(argoObject(t, "Application", "ar8p").Object, "spec", "syncPolicy", "automated"); !has {
@@ -80,7 +78,7 @@ func TestAR8_PlanWritesNothing(t *testing.T) {
 func TestAR8_StatusCheckDestroy(t *testing.T) {
 	t.Parallel()
 	startLabs(t)
-	h := labHarness("ar8", netDoc(t, "ar8", "10.0.0.250", "203.0.113.80"))
+	h := labHarness("ar8", netDoc(t, "ar8"))
 	dir := clusterDir(t, labs.down)
 	if code, sec, _ := h.Run(t, dir, fullSection(), "converge"); code != 0 {
 		t.Fatalf("converge: exit %d, %+v", code, sec)
@@ -126,9 +124,9 @@ func TestAR8_StatusCheckDestroy(t *testing.T) {
 	}
 	code, sec, stderr := h.Run(t, dir, fullSection(), "destroy", "--yes")
 	want = []string{
-		"delete Application argocd/ar8-cluster", "delete Application argocd/ar8", "delete AppProject argocd/ar8", "delete Secret argocd/argocd-ar8-secret",
+		"delete kube:application argocd/ar8-cluster", "delete kube:application argocd/ar8", "delete kube:appproject argocd/ar8", "delete kube:secret argocd/argocd-ar8-secret",
 	}
-	if diff := cmp.Diff(want, changes(t, sec)); code != 0 || diff != "" {
+	if diff := cmp.Diff(want, changes(sec)); code != 0 || diff != "" {
 		t.Errorf("destroy: exit %d (%s), changes (-want +got):\n%s", code, stderr, diff)
 	}
 	if mgmtSecret(t, "argocd-ar8-secret") != nil || argoObject(t, "AppProject", "ar8") != nil || argoObject(t, "Application", "ar8-cluster") != nil {
@@ -145,7 +143,7 @@ func TestAR8_StatusCheckDestroy(t *testing.T) {
 func TestAR8_RefusesForeignObject(t *testing.T) {
 	t.Parallel()
 	startLabs(t)
-	h := labHarness("ar8f", netDoc(t, "ar8f", "10.0.0.250", "203.0.113.80"))
+	h := labHarness("ar8f", netDoc(t, "ar8f"))
 	dir := clusterDir(t, labs.down)
 	foreign := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "repo-ar8f", Namespace: argocd.Namespace}, StringData: map[string]string{"url": "https://theirs"}}
 	if _, err := labs.mgmt.Client().CoreV1().Secrets(argocd.Namespace).Create(t.Context(), foreign, metav1.CreateOptions{}); err != nil {
@@ -158,9 +156,10 @@ func TestAR8_RefusesForeignObject(t *testing.T) {
 	if mgmtSecret(t, "argocd-ar8f-secret") != nil || argoObject(t, "AppProject", "ar8f") != nil {
 		t.Error("a refused converge wrote to the management cluster")
 	}
-	code, sec, stderr = h.Run(t, dir, fullSection(), "destroy", "--yes")
-	if code != 0 || len(changes(t, sec)) != 0 || !strings.Contains(stderr, "left alone: Secret argocd/repo-ar8f") || mgmtSecret(t, "repo-ar8f")["url"] != "https://theirs" {
-		t.Errorf("destroy: exit %d, changes %v, stderr %s", code, changes(t, sec), stderr)
+	code, sec, _ = h.Run(t, dir, fullSection(), "destroy", "--yes")
+	msgs := strings.Join(sec.Messages, "\n")
+	if code != 0 || len(sec.Plan) != 0 || !strings.Contains(msgs, "left alone: Secret argocd/repo-ar8f") || mgmtSecret(t, "repo-ar8f")["url"] != "https://theirs" {
+		t.Errorf("destroy: exit %d, plan %v, messages %s", code, sec.Plan, msgs)
 	}
 }
 
@@ -181,7 +180,7 @@ func TestAR1_ContextSelectsTarget(t *testing.T) {
 	if err := clientcmd.WriteToFile(*kc, filepath.Join(dir, "two-contexts")); err != nil {
 		t.Fatal(err)
 	}
-	h := labHarness("ar1", netDoc(t, "ar1", "10.0.0.250", "203.0.113.80"))
+	h := labHarness("ar1", netDoc(t, "ar1"))
 	code, sec, stderr := h.Run(t, dir, m{"kubeconfig": "two-contexts", "context": "argocd"}, "converge")
 	if code != 0 || mgmtSecret(t, "argocd-ar1-secret") == nil {
 		t.Errorf("context argocd: exit %d, %+v, stderr %s", code, sec, stderr)
@@ -189,5 +188,33 @@ func TestAR1_ContextSelectsTarget(t *testing.T) {
 	code, _, stderr = h.Run(t, dir, m{"kubeconfig": "two-contexts", "context": "missing"}, "converge")
 	if code != 1 || !strings.Contains(stderr, `argocd.kubeconfig/argocd.context in secrets.yaml): kubeconfig `+filepath.Join(dir, "two-contexts")+` has no context "missing"`) {
 		t.Errorf("context missing: exit %d, stderr %s", code, stderr)
+	}
+}
+
+// TestAR4_StandaloneRunKeepsAddresses: a standalone run has no net phase
+// outputs; it keeps the addresses the cluster Application got from the
+// converge that applied it (nothing changes), and on a cluster never
+// registered it refuses rather than render empty addresses.
+func TestAR4_StandaloneRunKeepsAddresses(t *testing.T) {
+	t.Parallel()
+	startLabs(t)
+	dir := clusterDir(t, labs.down)
+	h := labHarness("ar4", nil)
+	code, sec, stderr := h.Run(t, dir, fullSection(), "converge")
+	if code != 1 || !strings.Contains(stderr, "the ingress addresses are unknown") || mgmtSecret(t, "argocd-ar4-secret") != nil {
+		t.Errorf("first standalone converge: exit %d, %+v, stderr %s", code, sec, stderr)
+	}
+	h.State = netDoc(t, "ar4")
+	if code, sec, _ = h.Run(t, dir, fullSection(), "converge"); code != 0 || len(sec.Plan) != 5 {
+		t.Fatalf("converge: exit %d, %+v", code, sec)
+	}
+	h.State = nil
+	code, sec, _ = h.Run(t, dir, fullSection(), "converge")
+	if code != 0 || len(sec.Plan) != 0 || !strings.Contains(strings.Join(sec.Messages, "\n"), "ingress addresses are kept") {
+		t.Errorf("standalone converge: exit %d, plan %v, messages %v", code, sec.Plan, sec.Messages)
+	}
+	values, _, _ := unstructured.NestedString(argoObject(t, "Application", "ar4-cluster").Object, "spec", "source", "helm", "values")
+	if !strings.Contains(values, "- "+ingressVIP+"/32") || !strings.Contains(values, "publicIP: "+ingressFIP) {
+		t.Errorf("the standalone converge lost the addresses:\n%s", values)
 	}
 }

@@ -87,7 +87,8 @@ func validAction(a string) bool {
 // validGroup checks a project role group: one holding a comma must be
 // quoted, or Argo CD's CSV policy reads it as two fields.
 func validGroup(g string) error {
-	if strings.Contains(g, ",") && !(strings.HasPrefix(g, `"`) && strings.HasSuffix(g, `"`) && len(g) > 1) {
+	quoted := len(g) > 1 && strings.HasPrefix(g, `"`) && strings.HasSuffix(g, `"`)
+	if strings.Contains(g, ",") && !quoted {
 		return fmt.Errorf("invalid group %q: a group holding ',' must be quoted", g)
 	}
 	return nil

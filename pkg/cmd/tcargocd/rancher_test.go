@@ -77,7 +77,7 @@ func installAgent(t *testing.T, c *cluster, credential, clusterID string, env bo
 // outputs.
 func rancherDoc(t *testing.T, cluster, outputs string) *state.Document {
 	t.Helper()
-	doc := netDoc(t, cluster, "10.0.0.250", "203.0.113.80")
+	doc := netDoc(t, cluster)
 	if err := doc.Put("rancher", state.Section{Status: state.StatusSucceeded, Outputs: []byte(outputs)}); err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func rancherDoc(t *testing.T, cluster, outputs string) *state.Document {
 // Secret); no id without an agent or before Rancher's redeploy; and a
 // broken agent refuses the converge before anything is written. The
 // subtests share one downstream cluster and run in order.
-func TestAR7_RancherID(t *testing.T) {
+func TestAR7_RancherID(t *testing.T) { //nolint:tparallel // the subtests change one downstream cluster's agent in turn
 	t.Parallel()
 	startLabs(t)
 	dir := clusterDir(t, labs.down7)
@@ -98,7 +98,7 @@ func TestAR7_RancherID(t *testing.T) {
 	converge := func(t *testing.T, name string, doc *state.Document) (int, map[string]any, string) {
 		t.Helper()
 		if doc == nil {
-			doc = netDoc(t, name, "10.0.0.250", "203.0.113.80")
+			doc = netDoc(t, name)
 		}
 		code, sec, stderr := labHarness(name, doc).Run(t, dir, section, "converge")
 		if code != 0 {

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"maps"
 
 	"github.com/talosc/talosc/pkg/kube"
 )
@@ -130,9 +131,7 @@ func render(s settings, in inputs) ([]object, error) {
 // metadata is an object's metadata with the plugin's ownership labels.
 func metadata(s settings, ns, name string, labels map[string]any) map[string]any {
 	l := map[string]any{LabelManagedBy: managedBy, LabelCluster: s.cluster}
-	for k, v := range labels {
-		l[k] = v
-	}
+	maps.Copy(l, labels)
 	m := map[string]any{"name": name, "labels": l}
 	if ns != "" {
 		m["namespace"] = ns

@@ -15,13 +15,19 @@ import (
 	"github.com/talosc/talosc/pkg/state"
 )
 
-// netDoc is a state document whose net section reports the ingress VIP
-// and its floating IP.
-func netDoc(t *testing.T, cluster, vip, fip string) *state.Document {
+// The ingress VIP and its floating IP netDoc reports.
+const (
+	ingressVIP = "10.0.0.250"
+	ingressFIP = "203.0.113.80"
+)
+
+// netDoc is a state document of cluster whose net section reports the
+// ingress VIP and its floating IP.
+func netDoc(t *testing.T, cluster string) *state.Document {
 	t.Helper()
 	doc := state.New(cluster, "converge")
 	sec := state.Section{Status: state.StatusSucceeded}
-	res := provider.NetworkResult{Ingress: provider.Endpoint{VIP: netip.MustParseAddr(vip), Advertised: fip}}
+	res := provider.NetworkResult{Ingress: provider.Endpoint{VIP: netip.MustParseAddr(ingressVIP), Advertised: ingressFIP}}
 	if err := sec.SetOutputs(sections.Network{Provider: config.ProviderOpenStack, NetworkResult: res}); err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +65,7 @@ func values(t *testing.T, cfg *config.Cluster, section any, doc *state.Document)
 // the net phase's outputs refuses rather than renders empty addresses.
 func TestAR4_MetalLBAddresses(t *testing.T) {
 	t.Parallel()
-	v := values(t, openstackCluster(), repos(), netDoc(t, "demo", "10.0.0.250", "203.0.113.80"))
+	v := values(t, openstackCluster(), repos(), netDoc(t, "demo"))
 	got := map[string]any{"metallb": v["metallb"].(map[string]any)["addresses"], "ingress": v["ingresscontroller"]}
 	want := map[string]any{
 		"metallb": []any{"10.0.0.250/32"},
@@ -103,7 +109,7 @@ func TestAR5_ValuesYAMLSafe(t *testing.T) {
 	section["nfs"] = m{"enabled": true, "servers": m{"a: b": m{"server": "- x", "path": "/e'x", "defaultClass": true}}}
 	cfg := openstackCluster()
 	cfg.OpenStack.Region = "yes"
-	v := values(t, cfg, section, netDoc(t, "demo", "10.0.0.250", "203.0.113.80"))
+	v := values(t, cfg, section, netDoc(t, "demo"))
 	for app, version := range nasty {
 		if got := v[app].(map[string]any)["version"]; got != version {
 			t.Errorf("%s.version = %#v, want %#v", app, got, version)
@@ -126,7 +132,7 @@ func TestAR5_ValuesYAMLSafe(t *testing.T) {
 			t.Errorf("%s (-want +got):\n%s", name, diff)
 		}
 	}
-	text, err := tcargocd.ClusterValues(cfg, section, netDoc(t, "demo", "10.0.0.250", "203.0.113.80"), "https://x", "")
+	text, err := tcargocd.ClusterValues(cfg, section, netDoc(t, "demo"), "https://x", "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,13 +55,12 @@ func report(ctx context.Context, c *plugin.Context, compare bool) (map[string]an
 		"management": ss.mgmt.Server(), "server": in.access.server,
 		"rancher_id": in.rancherID, "rancher_id_source": source,
 	}
-	if ss.s.repositories() && !in.ingress.known {
-		// check runs without the net phase's outputs: the addresses are
-		// taken as the live Application has them and said so.
-		if in.ingress, err = ss.liveIngress(ctx); err != nil {
-			return nil, err
-		}
+	if kept, err := ss.keepIngress(ctx, &in); err != nil {
+		return nil, err
+	} else if kept {
 		rep["not_compared"] = []string{"the cluster Application's ingress addresses (the net phase publishes them to converge and status only)"}
+	} else if !in.ingress.known {
+		in.ingress = ingress{known: true, addresses: []string{}} // no Application to compare: it is reported missing
 	}
 	objs, err := render(ss.s, in)
 	if err != nil {
@@ -120,13 +119,19 @@ func (ss *session) state(ctx context.Context, o object, l live) (string, error) 
 	return stateDiffers, nil
 }
 
-// liveIngress reads the ingress addresses off the live cluster
-// Application (ours); none when it is absent or not ours.
-func (ss *session) liveIngress(ctx context.Context) (ingress, error) {
+// keepIngress, when the cluster Application is rendered and the state
+// document has no net phase outputs (check, a standalone run), takes the
+// ingress addresses as the live cluster Application (ours) has them: the
+// net phase published them to the converge that applied it. It reports
+// whether it did; with no such Application they stay unknown.
+func (ss *session) keepIngress(ctx context.Context, in *inputs) (bool, error) {
+	if !ss.s.repositories() || in.ingress.known {
+		return false, nil
+	}
 	app := refs(ss.s.cluster)[4]
 	l, err := ss.get(ctx, app)
 	if err != nil || !l.ours {
-		return ingress{known: true, addresses: []string{}}, err
+		return false, err
 	}
 	var a struct {
 		Spec struct {
@@ -147,13 +152,14 @@ func (ss *session) liveIngress(ctx context.Context) (ingress, error) {
 		} `yaml:"ingresscontroller"`
 	}
 	if err := remarshal(l.obj, &a); err != nil {
-		return ingress{}, fmt.Errorf("%s: %w", app, err)
+		return false, fmt.Errorf("%s: %w", app, err)
 	}
 	if err := yaml.Unmarshal([]byte(a.Spec.Source.Helm.Values), &v); err != nil {
-		return ingress{}, fmt.Errorf("%s: its Helm values: %w", app, err)
+		return false, fmt.Errorf("%s: its Helm values: %w", app, err)
 	}
 	if v.MetalLB.Addresses == nil {
 		v.MetalLB.Addresses = []string{}
 	}
-	return ingress{known: true, addresses: v.MetalLB.Addresses, publicIP: v.Ingress.PublicIP, privateIP: v.Ingress.PrivateIP}, nil
+	in.ingress = ingress{known: true, addresses: v.MetalLB.Addresses, publicIP: v.Ingress.PublicIP, privateIP: v.Ingress.PrivateIP}
+	return true, nil
 }

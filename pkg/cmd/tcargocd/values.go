@@ -29,7 +29,7 @@ type openstackInfo struct {
 }
 
 // errIngressUnknown is why the cluster Application cannot be rendered.
-var errIngressUnknown = errors.New("the ingress addresses are unknown: the state document has no net phase outputs with the ingress VIP (a standalone run); run \"kubectl talosc converge\", which runs the net phase first")
+var errIngressUnknown = errors.New("the ingress addresses are unknown: the state document has no net phase outputs with the ingress VIP and the cluster Application does not exist yet (a first standalone run); run \"kubectl talosc converge\", which runs the net phase first")
 
 // clusterValues is the cluster Application's Helm values: a YAML document
 // serialized from data, so every interpolated scalar round-trips (AR-5).
