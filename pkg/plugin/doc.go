@@ -48,7 +48,9 @@
 //   - converge (with --dry-run for "plan") and destroy: status succeeded,
 //     planned, deferred (the work needs something that does not exist yet, such
 //     as the cluster's kubeconfig; not a failure), skipped (for example "not
-//     configured; nothing to do") or failed; Outputs are the plugin's result;
+//     configured; nothing to do") or failed; Outputs are the plugin's result
+//     and Plan the changes made (or, planned, that would be made), which the
+//     front door renders and counts with the phases';
 //   - status: Outputs are the report object;
 //   - check: Outputs are the report object, carrying "ok": bool. The hook
 //     exits 0 whenever it produced a report; "ok" decides whether the cluster
@@ -100,7 +102,8 @@
 // raw value, with converge, destroy, status and check left to Pending, the
 // boundary of work that lands in a later build: deferred until the cluster
 // has a kubeconfig, then "NOUN is not implemented in this talosc build"
-// (NotImplementedSuffix). Package pluginconfig holds the checks such a
+// (NotImplementedSuffix); tc-argocd keeps its init, validate and configured
+// and replaces the four with its own. Package pluginconfig holds the checks such a
 // section's Validate is made of, and package plugintest runs a plugin
 // in-process for its tests.
 package plugin

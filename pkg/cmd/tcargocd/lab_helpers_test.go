@@ -124,6 +124,15 @@ func clusterDir(t *testing.T, down *cluster) string {
 	return dir
 }
 
+// setup starts the labs and returns the harness of cluster name, with the
+// net phase's outputs on stdin, and its directory on the shared downstream
+// cluster.
+func setup(t *testing.T, name string) (plugintest.Harness, string) {
+	t.Helper()
+	startLabs(t)
+	return labHarness(name, netDoc(t, name)), clusterDir(t, labs.down)
+}
+
 // labHarness runs tc-argocd for cluster name on OpenStack, with the state
 // document doc (nil: none) on stdin.
 func labHarness(name string, doc *state.Document) plugintest.Harness {

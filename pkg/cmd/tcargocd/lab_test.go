@@ -131,9 +131,7 @@ func TestAR3_CRDsRefuseMalformed(t *testing.T) {
 // configuration error.
 func TestAR6_CloudConfOnlyDownstream(t *testing.T) {
 	t.Parallel()
-	startLabs(t)
-	h := labHarness("ar6", netDoc(t, "ar6"))
-	dir := clusterDir(t, labs.down)
+	h, dir := setup(t, "ar6")
 	section := fullSection()
 	section["cinder"] = m{"enabled": true, "version": "2.30.0"}
 	code, sec, stderr := h.Run(t, dir, section, "converge")

@@ -40,9 +40,7 @@ func states(t *testing.T, sec state.Section) []string {
 // writes nothing; after a change made by hand, it lists exactly that.
 func TestAR8_PlanWritesNothing(t *testing.T) {
 	t.Parallel()
-	startLabs(t)
-	h := labHarness("ar8p", netDoc(t, "ar8p"))
-	dir := clusterDir(t, labs.down)
+	h, dir := setup(t, "ar8p")
 	code, sec, stderr := h.Run(t, dir, fullSection(), "converge", "--dry-run")
 	want := []string{
 		"create kube:secret argocd/argocd-ar8p-secret", "create kube:appproject argocd/ar8p", "create kube:secret argocd/repo-ar8p",
@@ -77,9 +75,7 @@ func TestAR8_PlanWritesNothing(t *testing.T) {
 // another cluster's Secret alone.
 func TestAR8_StatusCheckDestroy(t *testing.T) {
 	t.Parallel()
-	startLabs(t)
-	h := labHarness("ar8", netDoc(t, "ar8"))
-	dir := clusterDir(t, labs.down)
+	h, dir := setup(t, "ar8")
 	if code, sec, _ := h.Run(t, dir, fullSection(), "converge"); code != 0 {
 		t.Fatalf("converge: exit %d, %+v", code, sec)
 	}
@@ -142,9 +138,7 @@ func TestAR8_StatusCheckDestroy(t *testing.T) {
 // is written, and destroy leaves it alone.
 func TestAR8_RefusesForeignObject(t *testing.T) {
 	t.Parallel()
-	startLabs(t)
-	h := labHarness("ar8f", netDoc(t, "ar8f"))
-	dir := clusterDir(t, labs.down)
+	h, dir := setup(t, "ar8f")
 	foreign := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "repo-ar8f", Namespace: argocd.Namespace}, StringData: map[string]string{"url": "https://theirs"}}
 	if _, err := labs.mgmt.Client().CoreV1().Secrets(argocd.Namespace).Create(t.Context(), foreign, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
