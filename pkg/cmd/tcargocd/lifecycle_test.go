@@ -158,7 +158,8 @@ func TestAR8_RefusesForeignObject(t *testing.T) {
 }
 
 // TestAR1_ContextSelectsTarget: argocd.context picks the apply target among
-// the kubeconfig's contexts; an unknown one is an error naming the keys.
+// the kubeconfig's contexts; an unknown one is an error naming the keys, and
+// one the management cluster refuses (401) makes every hook fail.
 func TestAR1_ContextSelectsTarget(t *testing.T) {
 	t.Parallel()
 	startLabs(t)
@@ -170,6 +171,8 @@ func TestAR1_ContextSelectsTarget(t *testing.T) {
 	kc.Contexts["argocd"] = kc.Contexts[kc.CurrentContext]
 	kc.Clusters["nowhere"] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:1"}
 	kc.Contexts["nowhere"] = &clientcmdapi.Context{Cluster: "nowhere", AuthInfo: kc.Contexts["argocd"].AuthInfo}
+	kc.AuthInfos["stranger"] = &clientcmdapi.AuthInfo{Token: "not-a-token"}
+	kc.Contexts["stranger"] = &clientcmdapi.Context{Cluster: kc.Contexts["argocd"].Cluster, AuthInfo: "stranger"}
 	kc.CurrentContext = "nowhere"
 	if err := clientcmd.WriteToFile(*kc, filepath.Join(dir, "two-contexts")); err != nil {
 		t.Fatal(err)
@@ -178,6 +181,14 @@ func TestAR1_ContextSelectsTarget(t *testing.T) {
 	code, sec, stderr := h.Run(t, dir, m{"kubeconfig": "two-contexts", "context": "argocd"}, "converge")
 	if code != 0 || mgmtSecret(t, "argocd-ar1-secret") == nil {
 		t.Errorf("context argocd: exit %d, %+v, stderr %s", code, sec, stderr)
+	}
+	// A management cluster that answers 401 is unreadable, never empty:
+	// every hook refuses, destroy included.
+	for _, hook := range []string{"converge", "destroy", "check"} {
+		code, sec, _ = h.Run(t, dir, m{"kubeconfig": "two-contexts", "context": "stranger"}, hook, "--yes")
+		if hook == "check" && (code != 1 || !strings.Contains(string(sec.Outputs), `"ok":false`)) || hook != "check" && code != 1 {
+			t.Errorf("%s with a 401: exit %d, %+v", hook, code, sec)
+		}
 	}
 	code, _, stderr = h.Run(t, dir, m{"kubeconfig": "two-contexts", "context": "missing"}, "converge")
 	if code != 1 || !strings.Contains(stderr, `argocd.kubeconfig/argocd.context in secrets.yaml): kubeconfig `+filepath.Join(dir, "two-contexts")+` has no context "missing"`) {
