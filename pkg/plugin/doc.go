@@ -102,8 +102,8 @@
 // raw value, with converge, destroy, status and check left to Pending, the
 // boundary of work that lands in a later build: deferred until the cluster
 // has a kubeconfig, then "NOUN is not implemented in this talosc build"
-// (NotImplementedSuffix); tc-argocd keeps its init, validate and configured
-// and replaces the four with its own. Package pluginconfig holds the checks such a
-// section's Validate is made of, and package plugintest runs a plugin
-// in-process for its tests.
+// (NotImplementedSuffix). Both bundled plugins now replace those four hooks
+// with their own. Package pluginconfig holds the checks such a section's
+// Validate is made of, and package plugintest runs a plugin in-process for
+// its tests.
 package plugin
