@@ -20,6 +20,7 @@ import (
 	"github.com/talosc/talosc/pkg/cli"
 	"github.com/talosc/talosc/pkg/kube"
 	"github.com/talosc/talosc/pkg/plugin"
+	"github.com/talosc/talosc/pkg/state"
 )
 
 // configMap is where the message goes.
@@ -77,7 +78,7 @@ func converge(ctx context.Context, c *plugin.Context) (plugin.Result, error) {
 	if !c.Bootstrapped() {
 		return plugin.Result{}, plugin.Defer("needs the cluster's kubeconfig")
 	}
-	plan := plugin.Result{Messages: []string{"~ apply kube:configmap/kube-public/motd"}}
+	plan := plugin.Result{Plan: []state.Change{{Action: state.ActionUpdate, Kind: "kube:configmap", Name: "kube-public/motd", Detail: "the message"}}}
 	if c.DryRun {
 		return plan, nil
 	}
@@ -97,7 +98,7 @@ func destroy(ctx context.Context, c *plugin.Context) (plugin.Result, error) {
 	if !c.Bootstrapped() {
 		return plugin.Result{}, plugin.Defer("needs the cluster's kubeconfig")
 	}
-	plan := plugin.Result{Messages: []string{"- delete kube:configmap/kube-public/motd"}}
+	plan := plugin.Result{Plan: []state.Change{{Action: state.ActionDelete, Kind: "kube:configmap", Name: "kube-public/motd"}}}
 	if c.DryRun {
 		return plan, nil
 	}

@@ -99,11 +99,8 @@
 // Bundled builds the Spec of a plugin shipped with talosc (tc-rancher,
 // tc-argocd): one configuration section named after the plugin, scaffolded
 // into cluster.yaml and secrets.yaml and checked by functions of its merged
-// raw value, with converge, destroy, status and check left to Pending, the
-// boundary of work that lands in a later build: deferred until the cluster
-// has a kubeconfig, then "NOUN is not implemented in this talosc build"
-// (NotImplementedSuffix). Both bundled plugins now replace those four hooks
-// with their own. Package pluginconfig holds the checks such a section's
+// raw value, with converge, destroy, status and check its Work. Package
+// pluginconfig holds the checks such a section's
 // Validate is made of, and package plugintest runs a plugin in-process for
 // its tests.
 package plugin

@@ -98,10 +98,9 @@ func Spec() plugin.Spec {
 
 		ClusterScaffold: ClusterScaffold, SecretsScaffold: SecretsScaffold,
 		Validate: Validate, Configured: Configured,
+		Work: plugin.Hooks{Converge: converge, Destroy: destroy, Status: status, Check: check},
 	}.Spec()
 	spec.Hooks.Validate = validateHook
-	spec.Hooks.Converge, spec.Hooks.Destroy = converge, destroy
-	spec.Hooks.Status, spec.Hooks.Check = status, check
 	return spec
 }
 

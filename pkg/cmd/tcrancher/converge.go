@@ -52,13 +52,13 @@ func converge(ctx context.Context, c *plugin.Context) (plugin.Result, error) {
 	if v != importNew && v != resumeImport && v != attached {
 		return plugin.Result{}, errors.New(why)
 	}
-	var plan []string
+	var plan []state.Change
 	id := ""
 	if o.cluster != nil {
 		id = o.cluster.ID
 	}
 	if v == importNew {
-		plan = append(plan, fmt.Sprintf("+ create rancher:cluster/%s (import into %s)", o.name, s.url))
+		plan = append(plan, state.Change{Action: state.ActionCreate, Kind: "rancher:cluster", Name: o.name, Detail: "import into " + s.url})
 		if !c.DryRun {
 			cl, err := s.rancher.CreateCluster(ctx, o.name)
 			if err != nil {
@@ -69,7 +69,7 @@ func converge(ctx context.Context, c *plugin.Context) (plugin.Result, error) {
 		}
 	}
 	if v == importNew || v == resumeImport {
-		plan = append(plan, "+ apply rancher:agent/"+rancherapi.AgentNamespace+" (the import manifest, to this cluster)")
+		plan = append(plan, state.Change{Action: state.ActionCreate, Kind: "rancher:agent", Name: rancherapi.AgentNamespace, Detail: "the import manifest, applied to this cluster"})
 		if !c.DryRun {
 			if err := s.importAgent(ctx, id); err != nil {
 				return plugin.Result{Outputs: Outputs{ClusterID: id, URL: s.url}}, err
@@ -82,10 +82,7 @@ func converge(ctx context.Context, c *plugin.Context) (plugin.Result, error) {
 	if err != nil {
 		return plugin.Result{Outputs: out}, err
 	}
-	if len(plan) == 0 {
-		plan = []string{"no changes"}
-	}
-	return plugin.Result{Outputs: out, Messages: plan}, nil
+	return plugin.Result{Outputs: out, Plan: plan}, nil
 }
 
 // importAgent applies the cluster's import manifest downstream, by
@@ -137,7 +134,7 @@ func documents(body []byte) ([]map[string]any, error) {
 
 // reconcile plans the binding changes of cluster id and, unless dryRun,
 // makes them. A cluster not made yet (a dry-run import) has none.
-func (s *session) reconcile(ctx context.Context, id string, res resolved, dryRun bool) ([]string, error) {
+func (s *session) reconcile(ctx context.Context, id string, res resolved, dryRun bool) ([]state.Change, error) {
 	var existing []rancherapi.Binding
 	if id != "" {
 		var err error
@@ -147,9 +144,9 @@ func (s *session) reconcile(ctx context.Context, id string, res resolved, dryRun
 	}
 	desired := res.desired()
 	ch := reconcile(desired, existing)
-	var plan []string
+	var plan []state.Change
 	for _, b := range ch.add {
-		plan = append(plan, fmt.Sprintf("+ create rancher:binding/%s (%s, %s)", strings.Join(desired[b], ","), b.role, b.principal))
+		plan = append(plan, state.Change{Action: state.ActionCreate, Kind: "rancher:binding", Name: strings.Join(desired[b], ","), Detail: b.role + ", " + b.principal})
 		if !dryRun {
 			if err := s.rancher.Bind(ctx, id, b.principal, b.role); err != nil {
 				return plan, err
@@ -157,7 +154,7 @@ func (s *session) reconcile(ctx context.Context, id string, res resolved, dryRun
 		}
 	}
 	for _, b := range ch.remove {
-		plan = append(plan, fmt.Sprintf("- delete rancher:binding/%s (%s, %s)", b.Name, b.RoleTemplateID, b.UserPrincipalID))
+		plan = append(plan, state.Change{Action: state.ActionDelete, Kind: "rancher:binding", Name: b.Name, Detail: b.RoleTemplateID + ", " + b.UserPrincipalID})
 		if !dryRun {
 			if err := s.rancher.Unbind(ctx, b.ID); err != nil {
 				return plan, err

@@ -4,12 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"slices"
 
 	"github.com/talosc/talosc/pkg/kube"
 	"github.com/talosc/talosc/pkg/plugin"
 	"github.com/talosc/talosc/pkg/rancherapi"
+	"github.com/talosc/talosc/pkg/state"
 )
 
 // agentObjects are the cluster-scoped objects of Rancher's agent template
@@ -43,7 +43,7 @@ func destroy(ctx context.Context, c *plugin.Context) (plugin.Result, error) {
 		return plugin.Result{}, err
 	}
 	v, why := o.decide()
-	var plan []string
+	var plan []state.Change
 	switch v {
 	case mismatch, foreignAgent:
 		return plugin.Result{}, errors.New(why)
@@ -51,7 +51,7 @@ func destroy(ctx context.Context, c *plugin.Context) (plugin.Result, error) {
 		return plugin.Result{Messages: []string{"nothing to remove: Rancher has no cluster " + o.name + " and the cluster runs no Rancher agent"}}, nil
 	case orphanAgent: // only the agent is left to remove
 	case resumeImport, attached:
-		plan = append(plan, fmt.Sprintf("- delete rancher:cluster/%s (%s)", o.name, o.cluster.ID))
+		plan = append(plan, state.Change{Action: state.ActionDelete, Kind: "rancher:cluster", Name: o.name, Detail: o.cluster.ID})
 		if !c.DryRun {
 			if err := s.rancher.DeleteCluster(ctx, o.cluster.ID); err != nil {
 				return plugin.Result{}, err
@@ -59,14 +59,14 @@ func destroy(ctx context.Context, c *plugin.Context) (plugin.Result, error) {
 		}
 	}
 	if o.agent.Installed {
-		plan = append(plan, "- delete rancher:agent/"+rancherapi.AgentNamespace+" (the namespace, Rancher's finalizer and the agent's cluster roles)")
+		plan = append(plan, state.Change{Action: state.ActionDelete, Kind: "rancher:agent", Name: rancherapi.AgentNamespace, Detail: "the agent, its namespace (Rancher's finalizer taken off) and its cluster roles"})
 		if !c.DryRun {
 			if err := s.uninstallAgent(ctx); err != nil {
 				return plugin.Result{}, err
 			}
 		}
 	}
-	return plugin.Result{Messages: plan}, nil
+	return plugin.Result{Plan: plan}, nil
 }
 
 // uninstallAgent deletes the agent, its namespace and its cluster-scoped

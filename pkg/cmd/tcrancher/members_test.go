@@ -90,7 +90,7 @@ func TestRA7_ReconcileChangesExactlyTheMovedMembers(t *testing.T) {
 	want = append(want, "cluster-owner "+bob)
 	slices.Sort(want)
 	if diff := cmp.Diff(want, after); diff != "" {
-		t.Errorf("bindings (-want +got):\n%s\nplan: %v", diff, out.Messages)
+		t.Errorf("bindings (-want +got):\n%s\nplan: %v", diff, out.Plan)
 	}
 	for _, keep := range []string{
 		"cluster-owner " + l.rancher.AdminPrincipalID, "cluster-owner " + l.principal(t, "dave"),
@@ -100,8 +100,8 @@ func TestRA7_ReconcileChangesExactlyTheMovedMembers(t *testing.T) {
 			t.Errorf("the binding %q Rancher or a person made was not kept: %v", keep, after)
 		}
 	}
-	if n := len(out.Messages); n != 4 {
-		t.Errorf("%d changes, want 4 (add bob as owner; remove bob and carol as members, alice's duplicate): %v", n, out.Messages)
+	if n := len(out.Plan); n != 4 {
+		t.Errorf("%d changes, want 4 (add bob as owner; remove bob and carol as members, alice's duplicate): %v", n, out.Plan)
 	}
 }
 

@@ -62,15 +62,12 @@ func NewCommand(s cli.Streams) *cobra.Command {
 // Spec is the plugin's SDK specification; tests replace its Load and
 // LookupEnv.
 func Spec() plugin.Spec {
-	spec := plugin.Bundled{
+	return plugin.Bundled{
 		Name:  Name,
 		Short: "Register the cluster with Rancher and keep its members in sync",
 
 		ClusterScaffold: ClusterScaffold, SecretsScaffold: SecretsScaffold,
 		Validate: Validate, Configured: Configured,
+		Work: plugin.Hooks{Converge: converge, Destroy: destroy, Status: report, Check: report},
 	}.Spec()
-	spec.Hooks.Converge, spec.Hooks.Destroy = converge, destroy
-	spec.Hooks.Status = report
-	spec.Hooks.Check = report
-	return spec
 }

@@ -1,7 +1,8 @@
 // Package plugintest runs a plugin built with the plugin SDK in-process, with
 // a fake configuration loader, and holds the checks every bundled plugin's
-// tests make: its descriptor, its init scaffold, the Pending boundary and
-// table tests of its section's Validate and Configured functions.
+// tests make: its descriptor, its init scaffold, its deferral before the
+// first bootstrap and table tests of its section's Validate and Configured
+// functions.
 package plugintest
 
 import (
@@ -10,7 +11,6 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -151,8 +151,7 @@ func (h Harness) CheckInit(t *testing.T, want []plugin.InitSection, validate fun
 
 // CheckDeferred checks that, before the cluster has a kubeconfig, converge
 // (and plan), destroy, status and check of a plugin configured by section
-// exit 0 with the section deferred for needsKubeconfig (Pending's
-// NeedsKubeconfig).
+// exit 0 with the section deferred for needsKubeconfig.
 func (h Harness) CheckDeferred(t *testing.T, section any, needsKubeconfig string) {
 	t.Helper()
 	for _, args := range [][]string{{"converge"}, {"converge", "--dry-run"}, {"destroy", "--yes"}, {"status"}, {"check"}} {
@@ -160,27 +159,6 @@ func (h Harness) CheckDeferred(t *testing.T, section any, needsKubeconfig string
 		if code != 0 || sec.Status != state.StatusDeferred || !cmp.Equal(sec.Messages, []string{needsKubeconfig}) {
 			t.Errorf("%v: exit %d, section %+v", args, code, sec)
 		}
-	}
-}
-
-// CheckNotImplemented checks that, once the cluster has a kubeconfig,
-// converge, destroy and status of a plugin configured by section fail (exit
-// 1, "ERROR: " on stderr) with notImplemented (Pending's NotImplemented),
-// and check succeeds with the report {"ok": false, "reason": notImplemented}.
-func (h Harness) CheckNotImplemented(t *testing.T, section any, notImplemented string) {
-	t.Helper()
-	for _, hook := range []string{"converge", "destroy", "status"} {
-		code, sec, stderr := h.Run(t, Bootstrapped(t), section, hook)
-		if code != 1 || sec.Status != state.StatusFailed || sec.Error == nil || sec.Error.Message != notImplemented {
-			t.Errorf("%s: exit %d, section %+v", hook, code, sec)
-		}
-		if !strings.Contains(stderr, "ERROR: "+notImplemented) {
-			t.Errorf("%s: stderr %q", hook, stderr)
-		}
-	}
-	code, sec, _ := h.Run(t, Bootstrapped(t), section, "check")
-	if code != 0 || sec.Status != state.StatusSucceeded || string(sec.Outputs) != `{"ok":false,"reason":"`+notImplemented+`"}` {
-		t.Errorf("check: exit %d, section %+v outputs %s", code, sec, sec.Outputs)
 	}
 }
 
