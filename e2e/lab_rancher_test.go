@@ -23,6 +23,7 @@ import (
 //	                             (WHO a lab username, "admin" for the
 //	                             token's user, or a group principal)
 //	lab rancher-delete NAME      delete Rancher cluster NAME by hand
+//	lab rancher-foreign NAME     import another cluster by hand as NAME
 func (s *scriptLab) rancherCmd(ts *testscript.TestScript, args []string) {
 	r := s.lab.Rancher
 	switch {
@@ -86,7 +87,10 @@ func (s *scriptLab) rancherCmd(ts *testscript.TestScript, args []string) {
 			}
 		}
 		ts.Fatalf("no Rancher cluster %s", args[1])
+	case args[0] == "rancher-foreign" && len(args) == 2:
+		_, err := s.lab.ForeignRancherCluster(context.Background(), args[1])
+		ts.Check(err)
 	default:
-		ts.Fatalf("usage: lab rancher DIR | rancher-clusters NAME... | rancher-bindings NAME ROLE:WHO... | rancher-delete NAME")
+		ts.Fatalf("usage: lab rancher DIR | rancher-clusters NAME... | rancher-bindings NAME ROLE:WHO... | rancher-delete NAME | rancher-foreign NAME")
 	}
 }

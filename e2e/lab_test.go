@@ -200,7 +200,7 @@ func (s *scriptLab) networks() (cluster, external string) {
 //	                             waits (2 min) until NAME runs VERSION
 func cmdLab(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) == 0 || (neg && args[0] != "vm-config") {
-		ts.Fatalf("usage: lab up|follow|mark|argocd-objects|argocd-rancher-id|mutations|owned|count|images|vms|isos|wait|token|task|tasks|faults|rerun-once|real-owned|real-images|sdn|vm-config|vm-pending|order|knob|volumes|etcd-members|kube-nodes|silence|inventory|glance|rancher|rancher-clusters|rancher-bindings|rancher-delete|cordon|vips|extensions|kube-version|kubelet-versions|mirror-pods|talos-versions|wait-talos ...")
+		ts.Fatalf("usage: lab up|follow|mark|argocd-objects|argocd-rancher-id|mutations|owned|count|images|vms|isos|wait|token|task|tasks|faults|rerun-once|real-owned|real-images|sdn|vm-config|vm-pending|order|knob|volumes|etcd-members|kube-nodes|silence|inventory|glance|rancher|rancher-clusters|rancher-bindings|rancher-delete|rancher-foreign|cordon|vips|extensions|kube-version|kubelet-versions|mirror-pods|talos-versions|wait-talos ...")
 	}
 	s, _ := ts.Value(labKey{}).(*scriptLab)
 	switch args[0] {
@@ -304,7 +304,7 @@ func cmdLab(ts *testscript.TestScript, neg bool, args []string) {
 		s.inventoryChanges(ts, args[1:])
 	case "glance":
 		s.glance(ts, args[1:])
-	case "rancher", "rancher-clusters", "rancher-bindings", "rancher-delete":
+	case "rancher", "rancher-clusters", "rancher-bindings", "rancher-delete", "rancher-foreign":
 		s.rancherCmd(ts, args)
 	case "cordon":
 		cordon(ts, args[1:])

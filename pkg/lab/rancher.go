@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 
 	kubeclient "k8s.io/client-go/kubernetes"
 
+	"github.com/talosc/talosc/pkg/lab/kubeapi"
 	"github.com/talosc/talosc/pkg/lab/rancher"
 )
 
@@ -102,4 +104,17 @@ func (l *Lab) WriteRancherCredentials(dir string) ([]string, error) {
 		return nil, fmt.Errorf("write %s: %w", path, err)
 	}
 	return append(files, "secrets.yaml"), nil
+}
+
+// ForeignRancherCluster makes, in the lab's Rancher, a cluster name that
+// someone imported by hand from another cluster (a kube-apiserver the lab
+// runs until it closes), its agent connected: a same-named Rancher
+// cluster that is not talosc's. It returns its id.
+func (l *Lab) ForeignRancherCluster(ctx context.Context, name string) (string, error) {
+	srv, err := kubeapi.StartStandalone(ctx, filepath.Join(l.dataDir, "foreign-"+name), l.logf)
+	if err != nil {
+		return "", err
+	}
+	l.add(Endpoint{Name: "kubernetes/foreign-" + name, URL: srv.URL()}, srv.Close)
+	return l.Rancher.ImportByHand(ctx, name, srv.RESTConfig())
 }

@@ -20,7 +20,7 @@ const (
 	credsMsg = "argocd.git: git credentials are set but argocd.git.url is not, so no repository Secret can be rendered; set argocd.git.url or remove the credentials"
 )
 
-func TestValidate(t *testing.T) {
+func TestAR2_Validate(t *testing.T) {
 	t.Parallel()
 	repos := m{"url": gitURL}
 	tests := []plugintest.ValidateCase{

@@ -3,24 +3,20 @@ package tcrancher_test
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
-	"sigs.k8s.io/yaml"
 
 	"github.com/talosc/talosc/pkg/config"
-	"github.com/talosc/talosc/pkg/kube"
 	"github.com/talosc/talosc/pkg/lab/kubeapi"
+	"github.com/talosc/talosc/pkg/lab/kubeapi/kubeapitest"
 	"github.com/talosc/talosc/pkg/lab/rancher"
 	"github.com/talosc/talosc/pkg/state"
-	"github.com/talosc/talosc/pkg/talos/identity"
 )
 
 // lab is a lab Rancher and a downstream cluster (a real kube-apiserver)
@@ -53,7 +49,7 @@ func newLab(t *testing.T, provider string) *lab {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = r.Close() })
-	l := &lab{rancher: r, down: downstream(t), dir: t.TempDir()}
+	l := &lab{rancher: r, down: kubeapitest.Standalone(t), dir: t.TempDir()}
 	kc, err := l.down.Kubeconfig()
 	if err != nil {
 		t.Fatal(err)
@@ -65,25 +61,6 @@ func newLab(t *testing.T, provider string) *lab {
 	}
 	go r.WatchAgents(t.Context(), 50*time.Millisecond, func() []kubernetes.Interface { return []kubernetes.Interface{l.down.Client()} })
 	return l
-}
-
-// downstream starts a real kube-apiserver.
-func downstream(t *testing.T) *kubeapi.Server {
-	t.Helper()
-	if os.Getenv(kubeapi.EnvBinary) == "" && testing.Short() {
-		t.Skipf("-short and $%s unset: not building the kube-apiserver helper", kubeapi.EnvBinary)
-	}
-	id, err := identity.Generate("v1.14")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca := id.Bundle().Certs.K8s
-	srv, err := kubeapi.Start(t.Context(), kubeapi.Options{Address: "127.0.0.1:0", CACertPEM: ca.Crt, CAKeyPEM: ca.Key, DataDir: t.TempDir(), Logf: t.Logf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Close() })
-	return srv
 }
 
 // section is a rancher section for l with these tiers.
@@ -182,42 +159,4 @@ func (l *lab) api(t *testing.T, method, path string, body any) map[string]any {
 		t.Fatalf("%s %s: %d %v", method, path, resp.StatusCode, out)
 	}
 	return out
-}
-
-// applyManifest applies the import manifest of token and cluster id to
-// srv, as somebody importing another cluster by hand would.
-func applyManifest(t *testing.T, l *lab, srv *kubeapi.Server, token, id string) {
-	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, l.rancher.URL+"/v3/import/"+token+"_"+id+".yaml", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := l.rancher.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("manifest: %d %v", resp.StatusCode, err)
-	}
-	kc, err := srv.Kubeconfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := kube.FromBytes(kc, kube.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for doc := range strings.SplitSeq(string(body), "\n---\n") {
-		var obj map[string]any
-		if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
-			t.Fatal(err)
-		}
-		if len(obj) > 0 {
-			if err := k.Apply(t.Context(), obj, "by-hand"); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/talosc/talosc/pkg/lab/kubeapi/kubeapitest"
 	"github.com/talosc/talosc/pkg/lab/rancher"
 	"github.com/talosc/talosc/pkg/state"
 )
@@ -62,13 +63,8 @@ func TestRA2_RA3_ImportsOnce(t *testing.T) {
 func TestRA4_SameNamedForeignClusterNeverAttached(t *testing.T) {
 	t.Parallel()
 	l := newLab(t, rancher.ProviderLocal)
-	other := downstream(t)
-	foreign := l.api(t, http.MethodPost, "/v3/clusters", map[string]any{"type": "cluster", "name": "demo"})
-	id := foreign["id"].(string)
-	waitBacking(t, l, id)
-	tok := l.api(t, http.MethodPost, "/v3/clusterRegistrationTokens", map[string]any{"clusterId": id})
-	applyManifest(t, l, other, tok["token"].(string), id)
-	if _, err := l.rancher.ConnectAgent(t.Context(), other.Client()); err != nil {
+	id, err := l.rancher.ImportByHand(t.Context(), "demo", kubeapitest.Standalone(t).RESTConfig())
+	if err != nil {
 		t.Fatal(err)
 	}
 	before := l.bindings(id)
@@ -155,18 +151,6 @@ func TestRA10_Destroy(t *testing.T) {
 	}
 	if code, out, _ := l.run(t, sec, "destroy", "--yes"); code != 0 || !strings.Contains(strings.Join(out.Messages, " "), "nothing to remove") {
 		t.Errorf("second destroy: exit %d, %+v", code, out)
-	}
-}
-
-func waitBacking(t *testing.T, l *lab, id string) {
-	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if slices.ContainsFunc(l.rancher.Clusters(), func(c rancher.Cluster) bool { return c.ID == id && c.BackingNamespaceCreated == "True" }) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("cluster %s: no namespace", id)
-		}
 	}
 }
 

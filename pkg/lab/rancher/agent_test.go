@@ -3,68 +3,23 @@ package rancher_test
 import (
 	"errors"
 	"net/http"
-	"os"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/restmapper"
-	"sigs.k8s.io/yaml"
 
 	"github.com/talosc/talosc/pkg/lab/kubeapi"
+	"github.com/talosc/talosc/pkg/lab/kubeapi/kubeapitest"
 	"github.com/talosc/talosc/pkg/lab/rancher"
-	"github.com/talosc/talosc/pkg/talos/identity"
 )
-
-// downstream starts a real kube-apiserver for the imported cluster.
-func downstream(t *testing.T) *kubeapi.Server {
-	t.Helper()
-	if os.Getenv(kubeapi.EnvBinary) == "" && testing.Short() {
-		t.Skipf("-short and $%s unset: not building the kube-apiserver helper", kubeapi.EnvBinary)
-	}
-	id, err := identity.Generate("v1.14")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca := id.Bundle().Certs.K8s
-	srv, err := kubeapi.Start(t.Context(), kubeapi.Options{Address: "127.0.0.1:0", CACertPEM: ca.Crt, CAKeyPEM: ca.Key, DataDir: t.TempDir(), Logf: t.Logf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Close() })
-	return srv
-}
 
 // apply creates every document of a manifest that does not exist yet.
 func apply(t *testing.T, srv *kubeapi.Server, manifest string) {
 	t.Helper()
-	dyn, err := dynamic.NewForConfig(srv.RESTConfig())
-	if err != nil {
+	if err := rancher.ApplyDocs(t.Context(), srv.RESTConfig(), srv.Client(), manifest); err != nil {
 		t.Fatal(err)
-	}
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(srv.Client().Discovery()))
-	for doc := range strings.SplitSeq(manifest, "\n---\n") {
-		var obj unstructured.Unstructured
-		if err := yaml.Unmarshal([]byte(doc), &obj.Object); err != nil {
-			t.Fatal(err)
-		}
-		if obj.Object == nil {
-			continue
-		}
-		gvk := obj.GroupVersionKind()
-		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := dyn.Resource(m.Resource).Namespace(obj.GetNamespace()).Create(t.Context(), &obj, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatalf("create %s %s: %v", gvk.Kind, obj.GetName(), err)
-		}
 	}
 }
 
@@ -92,7 +47,7 @@ func registered(t *testing.T, s *rancher.Server, name string) (string, string) {
 func TestAgentConnects(t *testing.T) {
 	t.Parallel()
 	s := start(t, rancher.Options{})
-	down := downstream(t)
+	down := kubeapitest.Standalone(t)
 	id, manifest := registered(t, s, "lab")
 	apply(t, down, manifest)
 	cs := down.Client()
@@ -136,7 +91,7 @@ func TestAgentRefused(t *testing.T) {
 	t.Parallel()
 	s := start(t, rancher.Options{RemoveDelay: time.Hour})
 	other := start(t, rancher.Options{})
-	down := downstream(t)
+	down := kubeapitest.Standalone(t)
 	if _, err := s.ConnectAgent(t.Context(), down.Client()); !errors.Is(err, rancher.ErrNoAgent) {
 		t.Errorf("no agent: %v", err)
 	}
@@ -145,7 +100,7 @@ func TestAgentRefused(t *testing.T) {
 	if _, err := s.ConnectAgent(t.Context(), down.Client()); err == nil || !strings.Contains(err.Error(), "not this Rancher") {
 		t.Errorf("another Rancher's agent: %v", err)
 	}
-	gone := downstream(t)
+	gone := kubeapitest.Standalone(t)
 	id, manifest := registered(t, s, "lab")
 	apply(t, gone, manifest)
 	if code, _ := api(t, s, http.MethodDelete, "/v3/clusters/"+id, nil); code != http.StatusOK {

@@ -1,0 +1,4 @@
+package rancher
+
+// ApplyDocs is applyDocs, for the agent tests.
+var ApplyDocs = applyDocs
