@@ -122,6 +122,10 @@ type NetworkResult struct {
 	SecurityGroup string `json:"securityGroup,omitempty"`
 	// Machines are the desired machines' attachments, in desired order.
 	Machines []MachineAddress `json:"machines,omitempty"`
+	// Project is the OpenStack project the network lives in (the
+	// application credential's, which only Keystone names); empty
+	// elsewhere.
+	Project string `json:"project,omitempty"`
 }
 
 // Networks keeps the cluster network, security and endpoints.

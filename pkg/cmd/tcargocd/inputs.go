@@ -123,7 +123,7 @@ func ingressFromNet(res provider.NetworkResult) ingress {
 	if !vip.IsValid() {
 		return ingress{}
 	}
-	in := ingress{known: true, addresses: []string{vip.String() + "/32"}, privateIP: vip.String()}
+	in := ingress{known: true, addresses: []string{vip.String() + "/32"}, privateIP: vip.String(), project: res.Project}
 	if res.Ingress.Advertised != vip.String() {
 		in.publicIP = res.Ingress.Advertised
 	}

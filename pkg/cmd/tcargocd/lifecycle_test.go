@@ -219,7 +219,7 @@ func TestAR4_StandaloneRunKeepsAddresses(t *testing.T) {
 		t.Errorf("standalone converge: exit %d, plan %v, messages %v", code, sec.Plan, sec.Messages)
 	}
 	values, _, _ := unstructured.NestedString(argoObject(t, "Application", "ar4-cluster").Object, "spec", "source", "helm", "values")
-	if !strings.Contains(values, "- "+ingressVIP+"/32") || !strings.Contains(values, "publicIP: "+ingressFIP) {
-		t.Errorf("the standalone converge lost the addresses:\n%s", values)
+	if !strings.Contains(values, "- "+ingressVIP+"/32") || !strings.Contains(values, "publicIP: "+ingressFIP) || !strings.Contains(values, "project: physics") {
+		t.Errorf("the standalone converge lost the addresses or the project:\n%s", values)
 	}
 }

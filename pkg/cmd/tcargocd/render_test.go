@@ -27,7 +27,7 @@ func netDoc(t *testing.T, cluster string) *state.Document {
 	t.Helper()
 	doc := state.New(cluster, "converge")
 	sec := state.Section{Status: state.StatusSucceeded}
-	res := provider.NetworkResult{Ingress: provider.Endpoint{VIP: netip.MustParseAddr(ingressVIP), Advertised: ingressFIP}}
+	res := provider.NetworkResult{Ingress: provider.Endpoint{VIP: netip.MustParseAddr(ingressVIP), Advertised: ingressFIP}, Project: "physics"}
 	if err := sec.SetOutputs(sections.Network{Provider: config.ProviderOpenStack, NetworkResult: res}); err != nil {
 		t.Fatal(err)
 	}
@@ -66,10 +66,11 @@ func values(t *testing.T, cfg *config.Cluster, section any, doc *state.Document)
 func TestAR4_MetalLBAddresses(t *testing.T) {
 	t.Parallel()
 	v := values(t, openstackCluster(), repos(), netDoc(t, "demo"))
-	got := map[string]any{"metallb": v["metallb"].(map[string]any)["addresses"], "ingress": v["ingresscontroller"]}
+	got := map[string]any{"metallb": v["metallb"].(map[string]any)["addresses"], "ingress": v["ingresscontroller"], "openstack": v["openstack"]}
 	want := map[string]any{
-		"metallb": []any{"10.0.0.250/32"},
-		"ingress": map[string]any{"enabled": false, "class": "traefik", "publicIP": "203.0.113.80", "privateIP": "10.0.0.250", "traefik": map[string]any{"version": ""}},
+		"metallb":   []any{"10.0.0.250/32"},
+		"openstack": map[string]any{"project": "physics", "auth_url": "https://keystone.example.edu:5000/v3", "region": "RegionTwo"},
+		"ingress":   map[string]any{"enabled": false, "class": "traefik", "publicIP": "203.0.113.80", "privateIP": "10.0.0.250", "traefik": map[string]any{"version": ""}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("openstack (-want +got):\n%s", diff)

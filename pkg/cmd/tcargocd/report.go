@@ -121,7 +121,8 @@ func (ss *session) state(ctx context.Context, o object, l live) (string, error) 
 
 // keepIngress, when the cluster Application is rendered and the state
 // document has no net phase outputs (check, a standalone run), takes the
-// ingress addresses as the live cluster Application (ours) has them: the
+// ingress addresses and the OpenStack project as the live cluster
+// Application (ours) has them: the
 // net phase published them to the converge that applied it. It reports
 // whether it did; with no such Application they stay unknown.
 func (ss *session) keepIngress(ctx context.Context, in *inputs) (bool, error) {
@@ -150,6 +151,9 @@ func (ss *session) keepIngress(ctx context.Context, in *inputs) (bool, error) {
 			PublicIP  string `yaml:"publicIP"`
 			PrivateIP string `yaml:"privateIP"`
 		} `yaml:"ingresscontroller"`
+		OpenStack struct {
+			Project string `yaml:"project"`
+		} `yaml:"openstack"`
 	}
 	if err := remarshal(l.obj, &a); err != nil {
 		return false, fmt.Errorf("%s: %w", app, err)
@@ -160,6 +164,6 @@ func (ss *session) keepIngress(ctx context.Context, in *inputs) (bool, error) {
 	if v.MetalLB.Addresses == nil {
 		v.MetalLB.Addresses = []string{}
 	}
-	in.ingress = ingress{known: true, addresses: v.MetalLB.Addresses, publicIP: v.Ingress.PublicIP, privateIP: v.Ingress.PrivateIP}
+	in.ingress = ingress{known: true, addresses: v.MetalLB.Addresses, publicIP: v.Ingress.PublicIP, privateIP: v.Ingress.PrivateIP, project: v.OpenStack.Project}
 	return true, nil
 }

@@ -19,6 +19,10 @@ type ingress struct {
 	// publicIP and privateIP are the OpenStack ingress floating IP and
 	// VIP; empty on Proxmox.
 	publicIP, privateIP string
+	// project is the OpenStack project the net phase found the network in
+	// (the values' openstack.project), published with the addresses;
+	// empty on Proxmox.
+	project string
 }
 
 // openstackInfo is what the cluster Application and the cloud.conf say
@@ -60,7 +64,7 @@ func clusterValues(s settings, in inputs) (string, error) {
 	}
 	nfs := enabled("nfs")
 	nfs["type"], nfs["mountPermissions"], nfs["servers"] = "csi", "0777", servers
-	os := map[string]any{"auth_url": "", "region": ""}
+	os := map[string]any{"project": in.ingress.project, "auth_url": "", "region": ""}
 	if in.openstack != nil {
 		os["auth_url"], os["region"] = in.openstack.authURL, in.openstack.region
 	}

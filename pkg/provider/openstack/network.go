@@ -51,10 +51,10 @@ func (c *Cloud) ReconcileNetwork(ctx context.Context, spec provider.NetworkSpec,
 		r.reservedPorts, r.floatingIPs, r.machinePorts, r.reclaimPorts,
 	} {
 		if err := step(ctx); err != nil {
-			return inv.result(spec.Machines), err
+			return c.networkResult(inv, spec.Machines), err
 		}
 	}
-	return inv.result(spec.Machines), nil
+	return c.networkResult(inv, spec.Machines), nil
 }
 
 // CurrentNetwork is provider.Networks.CurrentNetwork: the reads of
@@ -64,7 +64,14 @@ func (c *Cloud) CurrentNetwork(ctx context.Context, spec provider.NetworkSpec) (
 	if err != nil {
 		return nil, err
 	}
-	return inv.result(spec.Machines), nil
+	return c.networkResult(inv, spec.Machines), nil
+}
+
+// networkResult is inv's result, in the credential's project.
+func (c *Cloud) networkResult(inv *netInventory, machines []provider.MachineNet) *provider.NetworkResult {
+	res := inv.result(machines)
+	res.Project = c.project
+	return res
 }
 
 // result renders what inv holds; missing pieces are zero values.
