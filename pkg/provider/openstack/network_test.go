@@ -329,7 +329,7 @@ func TestReconcileNetwork_DryRunPlansWhatARunDoes(t *testing.T) {
 	if m := planned.rec.Mutations(); len(m) != 0 {
 		t.Errorf("dry run made %d mutating calls: %v", len(m), m)
 	}
-	if diff := gocmp.Diff(&provider.NetworkResult{Machines: res.Machines}, res, equateAddr); diff != "" || res.Machines[0].Attachment != "" {
+	if diff := gocmp.Diff(&provider.NetworkResult{Machines: res.Machines, Project: res.Project}, res, equateAddr); diff != "" || res.Machines[0].Attachment != "" || res.Project == "" {
 		t.Errorf("dry run on an empty cloud returned ids:\n%s", diff)
 	}
 	applied := newNetLab(t, labos.Config{}, openstack.Options{}, defaultNet)
