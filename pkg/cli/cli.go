@@ -30,6 +30,9 @@ const (
 	ExitFailure = 1
 	// ExitUsage means bad flags or an invalid cluster.yaml; nothing was changed.
 	ExitUsage = 2
+	// ExitChanges is "plan --detailed-exitcode" finding changes to make (as
+	// terraform's -detailed-exitcode says 2, which is taken here).
+	ExitChanges = 3
 	// ExitInterrupted means SIGINT/SIGTERM, or no answer to a confirmation prompt.
 	ExitInterrupted = 130
 )
@@ -39,6 +42,7 @@ const ExitCodesHelp = `Exit codes:
   0    success
   1    failure, or "check" found something that needs attention
   2    usage error or invalid cluster.yaml (nothing was changed)
+  3    "plan --detailed-exitcode" only: changes are pending (0: nothing to do)
   130  interrupted, or a confirmation prompt got no answer`
 
 // UsageError marks an error as the caller's fault: bad flags or invalid

@@ -27,10 +27,11 @@ func validateOutput(value string, allowed ...string) error {
 
 // renderPlan prints every section's changes, notes and errors on stderr,
 // grouped by phase or plugin in run order, then a one-line summary. The view
-// is rendered from the state document only.
-func (s *session) renderPlan(doc *state.Document, dryRun bool) {
+// is rendered from the state document only. It returns how many changes
+// the sections plan and the sections that could not look ("net failed",
+// "argocd deferred").
+func (s *session) renderPlan(doc *state.Document, dryRun bool) (changes int, incomplete []string) {
 	all := map[string][]state.Change{}
-	var incomplete []string
 	for _, name := range doc.Names() {
 		sec, _, err := doc.Section(name)
 		if err != nil {
@@ -40,6 +41,7 @@ func (s *session) renderPlan(doc *state.Document, dryRun bool) {
 		s.out.Header("%s (%s)", name, sec.Status)
 		s.out.Plan(name, sec.Plan)
 		all[name] = sec.Plan
+		changes += len(sec.Plan)
 		if sec.Status != state.StatusPlanned && sec.Status != state.StatusSucceeded {
 			incomplete = append(incomplete, fmt.Sprintf("%s %s", name, sec.Status))
 		}
@@ -66,6 +68,7 @@ func (s *session) renderPlan(doc *state.Document, dryRun bool) {
 		summary = "[dry-run] " + summary
 	}
 	s.out.Info("%s", summary)
+	return changes, incomplete
 }
 
 // writeStructured writes v as JSON or YAML when output asks for one of them;

@@ -30,6 +30,8 @@ type RunOptions struct {
 	Yes     bool
 	Reboot  bool
 	Output  string
+	// Detailed is plan's --detailed-exitcode.
+	Detailed bool
 }
 
 func newRunCommand(g *Globals, action string, runF func(context.Context, *RunOptions) error) *cobra.Command {
@@ -47,6 +49,7 @@ func newRunCommand(g *Globals, action string, runF func(context.Context, *RunOpt
 	f.BoolVar(&o.Reboot, "reboot", false, "restart nodes with pending sizing or NIC changes, one at a time, control planes first")
 	f.StringVarP(&o.Output, "output", "o", "text", "also print the final state document on stdout: text (none), json or yaml")
 	if action == actionPlan {
+		f.BoolVar(&o.Detailed, "detailed-exitcode", false, "exit 0 when there is nothing to do, 3 when changes are pending, 1 on an error or a plan that could not look everywhere")
 		cmd.Short = "Show what converge would change, changing nothing"
 		cmd.Long = "plan is exactly converge in dry-run: every phase and plugin reports what it would\ncreate, update or delete; nothing is changed.\n\n" + cli.ExitCodesHelp
 		cmd.Example = "  # What would change in the cluster in ./prod?\n  kubectl talosc plan -C prod"
@@ -99,7 +102,7 @@ func (o *RunOptions) Run(ctx context.Context) error {
 	if res.code == 0 {
 		doc, pluginErr = s.runActivePlugins(ctx, plugin.HookConverge, doc, plugin.CallOptions{DryRun: dryRun, Yes: o.Yes})
 	}
-	s.renderPlan(doc, dryRun)
+	changes, incomplete := s.renderPlan(doc, dryRun)
 	if err := s.printDocument(doc, o.Output); err != nil {
 		return err
 	}
@@ -108,6 +111,22 @@ func (o *RunOptions) Run(ctx context.Context) error {
 	}
 	if pluginErr != nil {
 		return &cli.ExitError{Code: cli.ExitFailure, Err: pluginErr}
+	}
+	if !o.Detailed {
+		return nil
+	}
+	return detailedExit(changes, incomplete)
+}
+
+// detailedExit is plan --detailed-exitcode's answer: changes pending (3),
+// or nothing to do (0) only when every phase and plugin could look; a plan
+// that found nothing but could not look everywhere is not "nothing to do".
+func detailedExit(changes int, incomplete []string) error {
+	switch {
+	case changes > 0:
+		return &cli.ExitError{Code: cli.ExitChanges, Silent: true}
+	case len(incomplete) > 0:
+		return &cli.ExitError{Code: cli.ExitFailure, Err: fmt.Errorf("no change found, but the plan is incomplete (%s): not reporting \"nothing to do\"", strings.Join(incomplete, ", "))}
 	}
 	return nil
 }
