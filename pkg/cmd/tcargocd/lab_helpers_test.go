@@ -42,7 +42,9 @@ var labs struct {
 	err         error
 	dir         string
 	mgmt        *argocd.Management
-	down, down7 *cluster
+	// down is shared; down6 is TestAR6's alone (its cinder Secret would be
+	// another test's unwanted object); down7 is TestAR7's.
+	down, down6, down7 *cluster
 }
 
 func TestMain(m *testing.M) {
@@ -50,7 +52,7 @@ func TestMain(m *testing.M) {
 	if labs.mgmt != nil {
 		_ = labs.mgmt.Close()
 	}
-	for _, c := range []*cluster{labs.down, labs.down7} {
+	for _, c := range []*cluster{labs.down, labs.down6, labs.down7} {
 		if c != nil {
 			_ = c.srv.Close()
 		}
@@ -79,6 +81,9 @@ func startLabs(t *testing.T) {
 			return
 		}
 		if labs.down, labs.err = startCluster(ctx, filepath.Join(labs.dir, "down")); labs.err != nil {
+			return
+		}
+		if labs.down6, labs.err = startCluster(ctx, filepath.Join(labs.dir, "down6")); labs.err != nil {
 			return
 		}
 		labs.down7, labs.err = startCluster(ctx, filepath.Join(labs.dir, "down7"))

@@ -131,15 +131,16 @@ func TestAR3_CRDsRefuseMalformed(t *testing.T) {
 // configuration error.
 func TestAR6_CloudConfOnlyDownstream(t *testing.T) {
 	t.Parallel()
-	h, dir := setup(t, "ar6")
+	startLabs(t)
+	h, dir := labHarness("ar6", netDoc(t, "ar6")), clusterDir(t, labs.down6)
 	section := fullSection()
 	section["cinder"] = m{"enabled": true, "version": "2.30.0"}
 	code, sec, stderr := h.Run(t, dir, section, "converge")
 	if code != 0 {
 		t.Fatalf("converge: exit %d, section %+v, stderr %s", code, sec, stderr)
 	}
-	noSecrets(t, labs.down, string(sec.Outputs), stderr)
-	down, err := labs.down.srv.Client().CoreV1().Secrets("cinder-csi").Get(t.Context(), "cinder-csi-cloud-config", metav1.GetOptions{})
+	noSecrets(t, labs.down6, string(sec.Outputs), stderr)
+	down, err := labs.down6.srv.Client().CoreV1().Secrets("cinder-csi").Get(t.Context(), "cinder-csi-cloud-config", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +168,7 @@ func TestAR6_CloudConfOnlyDownstream(t *testing.T) {
 	if code, sec, _ = h.Run(t, dir, section, "converge"); code != 0 {
 		t.Fatalf("converge without cinder: exit %d, %+v", code, sec)
 	}
-	if _, err := labs.down.srv.Client().CoreV1().Secrets("cinder-csi").Get(t.Context(), "cinder-csi-cloud-config", metav1.GetOptions{}); err == nil {
+	if _, err := labs.down6.srv.Client().CoreV1().Secrets("cinder-csi").Get(t.Context(), "cinder-csi-cloud-config", metav1.GetOptions{}); err == nil {
 		t.Error("the cloud.conf Secret is still there with cinder disabled")
 	}
 

@@ -65,8 +65,8 @@ func TestCOSIRoutesByNode(t *testing.T) {
 
 // TestPullImage pre-pulls Kubernetes images through the control plane's
 // endpoint: done, or skipped where the node has no ImageService; a pull
-// answered Unavailable is asked again, a refused one is an error naming
-// the image and the node.
+// answered Unavailable, or whose answer was lost, is asked again; a refused
+// one is an error naming the image and the node.
 func TestPullImage(t *testing.T) {
 	t.Parallel()
 	inj := labnet.NewInjector(labnet.Knobs{})
@@ -104,6 +104,14 @@ func TestPullImage(t *testing.T) {
 	}
 	if n := c.calls(pullRPC, codes.OK); n != 3 {
 		t.Errorf("%d pulls, want 3: the one after Unavailable", n)
+	}
+	// A pull whose answer is lost after the node pulled (apid's
+	// DeadlineExceeded) is asked again: pulling twice is harmless.
+	lost := fault(http.StatusGatewayTimeout)
+	lost.After = true
+	inj.Set(labnet.Knobs{Faults: []labnet.Fault{lost}})
+	if err := cl.PullImage(t.Context(), node, apiserver, false); err != nil {
+		t.Errorf("PullImage after a lost answer: %v", err)
 	}
 }
 

@@ -13,6 +13,7 @@ package talosapi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -157,14 +158,19 @@ const readAttempts = 5
 // that is done once done): an Unavailable answer is retried up to
 // readAttempts times, Options.RetryInterval apart.
 func (c *Client) read(ctx context.Context, name, node string, fn func(context.Context) error) error {
-	return c.readWithin(ctx, name, node, c.opts.CallTimeout, fn)
+	return c.readWithin(ctx, name, node, c.opts.CallTimeout, false, fn)
 }
 
-// readWithin is read with each attempt bounded by bound.
-func (c *Client) readWithin(ctx context.Context, name, node string, bound time.Duration, fn func(context.Context) error) error {
+// readWithin is read with each attempt bounded by bound; lostToo retries
+// an answer lost after the node took the call as well (DeadlineExceeded
+// from apid or a proxy, or the attempt's own bound running out), for a
+// call whose repetition is harmless however far the first one got (an
+// image pull).
+func (c *Client) readWithin(ctx context.Context, name, node string, bound time.Duration, lostToo bool, fn func(context.Context) error) error {
 	for attempt := 1; ; attempt++ {
 		err := c.call(ctx, name, node, bound, fn)
-		if err == nil || attempt == readAttempts || status.Code(err) != codes.Unavailable {
+		again := status.Code(err) == codes.Unavailable || lostToo && ctx.Err() == nil && (answerLost(err) || errors.Is(err, context.DeadlineExceeded))
+		if err == nil || attempt == readAttempts || !again {
 			return err
 		}
 		if ctxwait.Sleep(ctx, c.opts.RetryInterval) != nil {

@@ -119,11 +119,12 @@ func (c *Client) PullImage(ctx context.Context, node, ref string, system bool) e
 }
 
 // pull is ImageService.Pull of ref into the namespace ns, retried when
-// answered Unavailable, bounded by Options.PullTimeout: the name of the
+// answered Unavailable or when its answer was lost (pulling twice is
+// harmless), each attempt bounded by Options.PullTimeout: the name of the
 // pulled image, which the stream ends with.
 func (c *Client) pull(ctx context.Context, node, ref string, ns common.ContainerdNamespace) (string, error) {
 	var name string
-	err := c.readWithin(ctx, "Pull "+ref, node, c.opts.PullTimeout, func(ctx context.Context) error {
+	err := c.readWithin(ctx, "Pull "+ref, node, c.opts.PullTimeout, true, func(ctx context.Context) error {
 		stream, err := c.c.ImageClient.Pull(ctx, &machineapi.ImageServicePullRequest{Containerd: criContainerd(ns), ImageRef: ref})
 		if err != nil {
 			return err
