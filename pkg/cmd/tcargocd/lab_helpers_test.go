@@ -38,10 +38,10 @@ type cluster struct {
 // a downstream cluster without a Rancher agent, and one the Rancher
 // agent tests change.
 var labs struct {
-	once        sync.Once
-	err         error
-	dir         string
-	mgmt        *argocd.Management
+	once sync.Once
+	err  error
+	dir  string
+	mgmt *argocd.Management
 	// down is shared; down6 is TestAR6's alone (its cinder Secret would be
 	// another test's unwanted object); down7 is TestAR7's.
 	down, down6, down7 *cluster
