@@ -60,6 +60,36 @@ const (
 	ActionReplace Action = "replace"
 )
 
+// Disruption is what a change does to the running cluster, decided by its
+// producer from what it knows (the node's running Talos version, the
+// provider, the action). Empty is "none" (older producers set nothing).
+type Disruption string
+
+// Disruption classes, from harmless to most disruptive.
+const (
+	// DisruptionNone disturbs nothing that runs (a new resource, a tag).
+	DisruptionNone Disruption = "none"
+	// DisruptionLiveApply changes a node's configuration in place, with no
+	// restart of the node.
+	DisruptionLiveApply Disruption = "live-apply"
+	// DisruptionServiceRestart restarts a service or a component's pods
+	// on a node (a static pod, the kubelet), or drains the node.
+	DisruptionServiceRestart Disruption = "service-restart"
+	// DisruptionReboot reboots a node.
+	DisruptionReboot Disruption = "reboot"
+	// DisruptionReplace replaces a machine with a new one.
+	DisruptionReplace Disruption = "replace"
+	// DisruptionRemove removes a machine from the cluster.
+	DisruptionRemove Disruption = "remove"
+	// DisruptionEtcdMembership adds or removes an etcd member.
+	DisruptionEtcdMembership Disruption = "etcd-membership"
+	// DisruptionEndpointMove moves the Kubernetes API endpoint.
+	DisruptionEndpointMove Disruption = "endpoint-move"
+)
+
+// Disruptions lists every class in the order plans summarize them.
+var Disruptions = []Disruption{DisruptionEtcdMembership, DisruptionEndpointMove, DisruptionReplace, DisruptionRemove, DisruptionReboot, DisruptionServiceRestart, DisruptionLiveApply, DisruptionNone}
+
 // Change is one planned or performed change to one resource.
 type Change struct {
 	Action Action `json:"action"`
@@ -71,6 +101,19 @@ type Change struct {
 	Detail string `json:"detail,omitempty"`
 	// Diff is a redacted unified diff, for machine configurations.
 	Diff string `json:"diff,omitempty"`
+	// Disruption is what the change does to the running cluster; empty
+	// means none.
+	Disruption Disruption `json:"disruption,omitempty" jsonschema:"enum=none,enum=live-apply,enum=service-restart,enum=reboot,enum=replace,enum=remove,enum=etcd-membership,enum=endpoint-move"`
+	// Node is the cluster node (hostname) the change touches, if any.
+	Node string `json:"node,omitempty"`
+}
+
+// Class is c's disruption, none when its producer set none.
+func (c Change) Class() Disruption {
+	if c.Disruption == "" {
+		return DisruptionNone
+	}
+	return c.Disruption
 }
 
 // Error is the failure recorded in a section.
