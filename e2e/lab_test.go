@@ -168,6 +168,8 @@ func (s *scriptLab) networks() (cluster, external string) {
 //	                             ID", "sdn KIND/ID", "datacenter-firewall")
 //	                             are exactly those the regular expressions
 //	                             CHANGE match; none: nothing changed
+//	lab lost MIN                 at least MIN answers were lost after their
+//	                             request was applied, since the mark
 //	lab glance impostors|boots-own
 //	                             see scriptLab.glance
 //	lab rancher|rancher-clusters|rancher-bindings ...
@@ -200,7 +202,7 @@ func (s *scriptLab) networks() (cluster, external string) {
 //	                             waits (2 min) until NAME runs VERSION
 func cmdLab(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) == 0 || (neg && args[0] != "vm-config") {
-		ts.Fatalf("usage: lab up|follow|mark|argocd-objects|argocd-rancher-id|mutations|owned|count|images|vms|isos|wait|token|task|tasks|faults|rerun-once|real-owned|real-images|sdn|vm-config|vm-pending|order|knob|volumes|etcd-members|kube-nodes|silence|inventory|glance|rancher|rancher-clusters|rancher-bindings|rancher-delete|rancher-foreign|cordon|vips|extensions|kube-version|kubelet-versions|mirror-pods|talos-versions|wait-talos ...")
+		ts.Fatalf("usage: lab up|follow|mark|argocd-objects|argocd-rancher-id|mutations|owned|count|images|vms|isos|wait|token|task|tasks|faults|rerun-once|real-owned|real-images|sdn|vm-config|vm-pending|order|knob|volumes|etcd-members|kube-nodes|silence|inventory|lost|glance|rancher|rancher-clusters|rancher-bindings|rancher-delete|rancher-foreign|cordon|vips|extensions|kube-version|kubelet-versions|mirror-pods|talos-versions|wait-talos ...")
 	}
 	s, _ := ts.Value(labKey{}).(*scriptLab)
 	switch args[0] {
@@ -302,6 +304,8 @@ func cmdLab(ts *testscript.TestScript, neg bool, args []string) {
 		s.fault(ts, args[1:])
 	case "inventory":
 		s.inventoryChanges(ts, args[1:])
+	case "lost":
+		s.lostAnswers(ts, args[1:])
 	case "glance":
 		s.glance(ts, args[1:])
 	case "rancher", "rancher-clusters", "rancher-bindings", "rancher-delete", "rancher-foreign":
@@ -451,6 +455,27 @@ func (s *scriptLab) mutations(ts *testscript.TestScript, n int) {
 		fmt.Fprintf(&list, "\n  %s %s %s -> %d", c.Service, c.Method, c.Path, c.Status)
 	}
 	want(ts, "mutating calls since the mark", n, len(changes), list.String())
+}
+
+// lostAnswers checks "lab lost MIN": at least MIN requests since the mark
+// were applied and their answers then lost (labnet.Call.Lost), so a
+// lost-answer scenario provably met what it is about. It prints them.
+func (s *scriptLab) lostAnswers(ts *testscript.TestScript, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: lab lost MIN")
+	}
+	least, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	var lost []string
+	for _, c := range s.lab.Recorder().Calls()[s.mark:] {
+		if c.Lost {
+			lost = append(lost, fmt.Sprintf("%s %s %s -> %d", c.Service, c.Method, c.Path, c.Status))
+		}
+	}
+	fmt.Fprintf(ts.Stdout(), "%d answers lost after the request was applied:\n  %s\n", len(lost), strings.Join(lost, "\n  "))
+	if len(lost) < least {
+		ts.Fatalf("%d answers lost since the mark, want at least %d: the scenario lost nothing to recover from", len(lost), least)
+	}
 }
 
 func onlyLooksLikeChange(c labnet.Call) bool {
