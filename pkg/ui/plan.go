@@ -18,8 +18,10 @@ import (
 //	      --- running
 //	      +++ wanted
 //	  - delete openstack:port/demo-old
-//	  ± replace proxmox:vm/demo-cp-01 (disk storage changed)
+//	  ± replace proxmox:vm/demo-cp-01 (disk storage changed) [replaces the machine]
 //
+// A change that disturbs the running cluster ends with its class in
+// brackets; one that disturbs nothing has none.
 // An empty plan is the single line "network: no changes".
 func (p *Printer) Plan(phase string, changes []state.Change) {
 	if len(changes) == 0 {
@@ -34,7 +36,11 @@ func (p *Printer) Plan(phase string, changes []state.Change) {
 		if c.Detail != "" {
 			line += " (" + c.Detail + ")"
 		}
-		b.WriteString("  " + p.render(style, line) + "\n")
+		line = p.render(style, line)
+		if w := ClassWords(c.Disruption); w != "" {
+			line += " " + p.render(p.st.warn, "["+w+"]")
+		}
+		b.WriteString("  " + line + "\n")
 		p.writeDiff(&b, c.Diff)
 	}
 	p.write(b.String())

@@ -45,6 +45,22 @@ func samplePlan() []state.Change {
 	}
 }
 
+// classPlan has a change of every disruption class, and one of a class
+// this build does not know.
+func classPlan() []state.Change {
+	return []state.Change{
+		{Action: state.ActionCreate, Kind: "proxmox:vm", Name: "demo-worker-03", Node: "demo-worker-03", Disruption: state.DisruptionNone},
+		{Action: state.ActionUpdate, Kind: "talos:machineconfig", Name: "demo-cp-01", Detail: "applies live on Talos v1.14.1", Node: "demo-cp-01", Disruption: state.DisruptionLiveApply},
+		{Action: state.ActionUpdate, Kind: "kube:apiserver", Name: "demo-cp-01", Detail: "v1.36.2 -> v1.37.0", Node: "demo-cp-01", Disruption: state.DisruptionServiceRestart},
+		{Action: state.ActionUpdate, Kind: "talos:machineconfig", Name: "demo-worker-01", Detail: "REBOOTS the node on Talos v1.13.8", Node: "demo-worker-01", Disruption: state.DisruptionReboot},
+		{Action: state.ActionReplace, Kind: "proxmox:vm", Name: "demo-worker-02", Node: "demo-worker-02", Disruption: state.DisruptionReplace},
+		{Action: state.ActionDelete, Kind: "talos:node", Name: "demo-worker-04", Node: "demo-worker-04", Disruption: state.DisruptionRemove},
+		{Action: state.ActionDelete, Kind: "talos:node", Name: "demo-cp-04", Node: "demo-cp-04", Disruption: state.DisruptionEtcdMembership},
+		{Action: state.ActionUpdate, Kind: "file", Name: "kubeconfig", Detail: "server 127.0.0.2 -> 127.0.0.3", Disruption: state.DisruptionEndpointMove},
+		{Action: state.ActionUpdate, Kind: "future:thing", Name: "x", Disruption: "melts-down"},
+	}
+}
+
 func TestLines_Golden(t *testing.T) {
 	t.Parallel()
 	p, buf := plain()
@@ -64,7 +80,47 @@ func TestPlan_Golden(t *testing.T) {
 	p.Plan("image", nil)
 	p.Plan("network", samplePlan())
 	p.Plan("nodes", []state.Change{})
+	p.Plan("classes", classPlan())
 	assertGolden(t, "plan", buf.String())
+}
+
+func TestDisruptionSummary(t *testing.T) {
+	t.Parallel()
+	drain := func(node string) state.Change {
+		return state.Change{Action: state.ActionUpdate, Kind: "kube:node", Name: node, Node: node, Disruption: state.DisruptionServiceRestart}
+	}
+	reboot := func(node string) state.Change {
+		return state.Change{Action: state.ActionUpdate, Kind: "talos:node", Name: node, Node: node, Disruption: state.DisruptionReboot}
+	}
+	tests := []struct {
+		name    string
+		changes map[string][]state.Change
+		want    string
+	}{
+		{"nothing planned", nil, ""},
+		{"nothing disturbed", map[string][]state.Change{"network": {{Action: state.ActionCreate, Kind: "openstack:network"}}, "nodes": {{Action: state.ActionCreate, Kind: "proxmox:vm", Node: "w-03", Disruption: state.DisruptionNone}}}, ""},
+		{"every class", map[string][]state.Change{"nodes": classPlan()}, "Disruption: 1 etcd member removed, the Kubernetes API endpoint moves, 1 machine replaced, 2 nodes removed, 1 node reboots, services restart on 1 node, 1 change of class melts-down."},
+		{"a node counts once, under its worst change", map[string][]state.Change{"nodes": {drain("w-01"), reboot("w-01"), drain("w-02"), reboot("w-02"), drain("w-03")}}, "Disruption: 2 nodes reboot, services restart on 1 node."},
+		{"a control plane removed is a node removed and an etcd member removed, once", map[string][]state.Change{"nodes": {
+			drain("cp-04"),
+			{Action: state.ActionDelete, Kind: "talos:node", Name: "cp-04", Node: "cp-04", Disruption: state.DisruptionEtcdMembership},
+			{Action: state.ActionDelete, Kind: "etcd:member", Name: "cp-04", Node: "cp-04", Disruption: state.DisruptionEtcdMembership},
+			{Action: state.ActionDelete, Kind: "proxmox:vm", Name: "cp-04", Node: "cp-04", Disruption: state.DisruptionRemove},
+		}}, "Disruption: 1 etcd member removed, 1 node removed."},
+		{"a control plane added", map[string][]state.Change{"nodes": {{Action: state.ActionCreate, Kind: "proxmox:vm", Name: "cp-04", Node: "cp-04", Disruption: state.DisruptionEtcdMembership}}}, "Disruption: 1 etcd member added."},
+		{"changes without a node count on their own, across sections", map[string][]state.Change{
+			"nodes":  {{Action: state.ActionUpdate, Kind: "kube:manifests", Name: "bootstrap manifests", Disruption: state.DisruptionServiceRestart}},
+			"argocd": {{Action: state.ActionUpdate, Kind: "kube:application", Name: "x", Disruption: state.DisruptionServiceRestart}},
+		}, "Disruption: services restart on 2 nodes."},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := ui.DisruptionSummary(tt.changes); got != tt.want {
+				t.Errorf("DisruptionSummary() =\n %q, want\n %q", got, tt.want)
+			}
+		})
+	}
 }
 
 func TestTable_Golden(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/talosc/talosc/pkg/cli"
 	"github.com/talosc/talosc/pkg/state"
+	"github.com/talosc/talosc/pkg/ui"
 )
 
 // validateOutput refuses an -o value outside allowed.
@@ -68,6 +69,9 @@ func (s *session) renderPlan(doc *state.Document, dryRun bool) (changes int, inc
 		summary = "[dry-run] " + summary
 	}
 	s.out.Info("%s", summary)
+	if d := ui.DisruptionSummary(all); d != "" {
+		s.out.Info("%s", d)
+	}
 	return changes, incomplete
 }
 

@@ -66,7 +66,7 @@ func (r *run) applyOp(p pendingApply) op {
 	o := op{host: m.Hostname, controlPlane: m.Role == config.RoleControlPlane}
 	o.settled = func() bool { return rebooted }
 	o.actions = []action{{
-		change: state.Change{Action: state.ActionUpdate, Kind: KindMachineConfig, Name: m.Hostname, Detail: p.detail, Diff: p.diff},
+		change: state.Change{Action: state.ActionUpdate, Kind: KindMachineConfig, Name: m.Hostname, Detail: p.detail, Diff: p.diff, Disruption: applyDisruption(p.restart)},
 		fn: func(ctx context.Context) (err error) {
 			rebooted, err = r.applyConfig(ctx, m, p.address, p.config)
 			return err
@@ -187,4 +187,13 @@ func (r *run) decideRestart(ctx context.Context, c talosAPI, p *pendingApply) er
 	p.restart = res.Reboot
 	p.detail = applyDetail(p.talos, res.Reboot, res.Details)
 	return nil
+}
+
+// applyDisruption is an apply's class: a reboot when the node's running
+// Talos said (its dry run) it restarts for it, else a live apply.
+func applyDisruption(restart bool) state.Disruption {
+	if restart {
+		return state.DisruptionReboot
+	}
+	return state.DisruptionLiveApply
 }

@@ -43,7 +43,7 @@ func (r *run) moveEndpoint(ctx context.Context, mv endpointMove, ops []op) error
 	if err := r.execute(ctx, rollout{what: "moving the API endpoint of", healthAfterLast: true}, cps); err != nil {
 		return err
 	}
-	err := r.plan.Do(ctx, state.Change{Action: state.ActionUpdate, Kind: kindFile, Name: config.KubeconfigFile, Detail: fmt.Sprintf("server %s -> %s, from %s", mv.from, mv.to, r.cp1().Hostname)},
+	err := r.plan.Do(ctx, state.Change{Action: state.ActionUpdate, Kind: kindFile, Name: config.KubeconfigFile, Detail: fmt.Sprintf("server %s -> %s, from %s", mv.from, mv.to, r.cp1().Hostname), Disruption: state.DisruptionEndpointMove},
 		func(ctx context.Context) error {
 			if err := r.fetchKubeconfig(ctx); err != nil {
 				return err

@@ -232,7 +232,7 @@ func (r *run) kubeStep(ctx context.Context, input machineconfig.Input, nodes []k
 			return err
 		}
 	}
-	manifests := state.Change{Action: state.ActionUpdate, Kind: KindKubeManifests, Name: "bootstrap manifests", Detail: fmt.Sprintf("at %s, from %s %s", st.version, r.cp1().Hostname, step)}
+	manifests := state.Change{Action: state.ActionUpdate, Kind: KindKubeManifests, Name: "bootstrap manifests", Detail: fmt.Sprintf("at %s, from %s %s", st.version, r.cp1().Hostname, step), Disruption: state.DisruptionServiceRestart}
 	if err := r.plan.Do(ctx, manifests, r.syncManifests); err != nil || r.in.DryRun {
 		return err
 	}

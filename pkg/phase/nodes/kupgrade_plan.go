@@ -231,5 +231,8 @@ func (st kubeStep) record(nodes []kubeNode, ch kubeChange) state.Change {
 	return state.Change{
 		Action: state.ActionUpdate, Kind: ch.component.kind(), Name: name,
 		Detail: fmt.Sprintf("%s -> %s (step %d of %d)", ch.from, st.version, st.number, st.of),
+		// Each component's new image restarts its pod (a static pod, the
+		// kubelet itself).
+		Node: n.machine.Hostname, Disruption: state.DisruptionServiceRestart,
 	}
 }

@@ -61,6 +61,6 @@ func (Phase) Converge(ctx context.Context, in *phase.Input, sec *state.Section) 
 	r := newRun(in, cloud)
 	defer r.obs.close()
 	err = r.runSteps(ctx)
-	sec.Plan = append(sec.Plan, r.plan.Changes()...)
+	sec.Plan = append(sec.Plan, r.classified(r.plan.Changes())...)
 	return errors.Join(err, sec.SetOutputs(r.out))
 }

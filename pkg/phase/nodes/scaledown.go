@@ -103,7 +103,7 @@ func (r *run) removalOp(d removal) op {
 	o := op{host: d.host, controlPlane: d.controlPlane}
 	if d.drain {
 		o.actions = append(o.actions, action{
-			change: state.Change{Action: state.ActionUpdate, Kind: KindKubeNode, Name: d.host, Detail: "drain: cordon, evict its pods (PodDisruptionBudgets respected)"},
+			change: state.Change{Action: state.ActionUpdate, Kind: KindKubeNode, Name: d.host, Detail: "drain: cordon, evict its pods (PodDisruptionBudgets respected)", Disruption: state.DisruptionServiceRestart},
 			fn:     func(ctx context.Context) error { return r.drain(ctx, d) },
 		})
 	}

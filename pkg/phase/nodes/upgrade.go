@@ -206,7 +206,7 @@ func (r *run) talosUpgradeOp(u talosUpgrade) op {
 			},
 		},
 		{
-			change: state.Change{Action: state.ActionUpdate, Kind: KindKubeNode, Name: host, Detail: "drain: cordon, evict its pods (PodDisruptionBudgets respected)"},
+			change: state.Change{Action: state.ActionUpdate, Kind: KindKubeNode, Name: host, Detail: "drain: cordon, evict its pods (PodDisruptionBudgets respected)", Disruption: state.DisruptionServiceRestart},
 			fn: func(ctx context.Context) error {
 				if err := r.drainNode(ctx, host); err != nil {
 					return fmt.Errorf("drain of %s before its reboot failed; not rebooting it: %w", host, err)
@@ -215,7 +215,7 @@ func (r *run) talosUpgradeOp(u talosUpgrade) op {
 			},
 		},
 		{
-			change: state.Change{Action: state.ActionUpdate, Kind: KindTalosNode, Name: host, Detail: fmt.Sprintf("reboot into %s, wait for its new boot", u.to)},
+			change: state.Change{Action: state.ActionUpdate, Kind: KindTalosNode, Name: host, Detail: fmt.Sprintf("reboot into %s, wait for its new boot", u.to), Disruption: state.DisruptionReboot},
 			fn:     func(ctx context.Context) error { return r.rebootInto(ctx, u) },
 		},
 		{

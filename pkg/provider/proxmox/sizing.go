@@ -231,7 +231,7 @@ func (c *Cloud) RestartMachine(ctx context.Context, _ *config.Cluster, m provide
 		return err
 	}
 	vm := vmTarget{host: m.Hostname, node: node, vmid: vmid}
-	change := state.Change{Action: state.ActionUpdate, Kind: KindVM, Name: vm.host, Detail: "restart to apply pending sizing / NIC MTU"}
+	change := state.Change{Action: state.ActionUpdate, Kind: KindVM, Name: vm.host, Detail: "restart to apply pending sizing / NIC MTU", Disruption: state.DisruptionReboot}
 	return plan.Do(ctx, change, func(ctx context.Context) error {
 		var status struct {
 			Status string `json:"status"`

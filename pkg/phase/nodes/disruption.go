@@ -1,0 +1,78 @@
+package nodes
+
+import (
+	"strings"
+
+	"github.com/talosc/talosc/pkg/config"
+	"github.com/talosc/talosc/pkg/state"
+)
+
+// nodeRoles maps every hostname the run knows (desired or owned) to its
+// role.
+type nodeRoles map[string]string
+
+// roles are the desired machines' and the owned machines' roles.
+func (r *run) roles() nodeRoles {
+	out := nodeRoles{}
+	if r.obs.inv != nil {
+		for _, m := range r.obs.inv.Machines {
+			out[m.Hostname] = m.Role
+		}
+	}
+	for _, m := range r.desired {
+		out[m.Hostname] = m.Role
+	}
+	return out
+}
+
+// classified gives every change its node and its disruption class.
+func (r *run) classified(changes []state.Change) []state.Change {
+	roles := r.roles()
+	for i := range changes {
+		changes[i] = classify(changes[i], roles, r.out.Up)
+	}
+	return changes
+}
+
+// classify decides the disruption of a change whose producer did not (a
+// provider's, a scale-down's) and the node it touches, from what the run
+// knows: the change, the nodes' roles, and whether the cluster is up. A
+// class its producer set is kept: only the producer knows, for instance,
+// whether an apply reboots the node on its running Talos version.
+func classify(c state.Change, roles nodeRoles, up bool) state.Change {
+	if c.Node == "" {
+		if _, ok := roles[c.Name]; ok {
+			c.Node = c.Name
+		}
+	}
+	if c.Disruption != "" {
+		return c
+	}
+	controlPlane := roles[c.Node] == config.RoleControlPlane
+	switch {
+	case c.Action == state.ActionReplace:
+		c.Disruption = state.DisruptionReplace
+	case c.Kind == KindEtcdMember:
+		c.Disruption = state.DisruptionEtcdMembership
+	case c.Kind == KindTalosNode && c.Action == state.ActionDelete:
+		// A graceful reset: a control plane leaves etcd first.
+		c.Disruption = state.DisruptionRemove
+		if controlPlane {
+			c.Disruption = state.DisruptionEtcdMembership
+		}
+	case isMachineKind(c.Kind) && c.Action == state.ActionDelete:
+		c.Disruption = state.DisruptionRemove
+	case isMachineKind(c.Kind) && c.Action == state.ActionCreate && up && controlPlane:
+		// A new control plane of a running cluster joins etcd.
+		c.Disruption = state.DisruptionEtcdMembership
+	default:
+		c.Disruption = state.DisruptionNone
+	}
+	return c
+}
+
+// isMachineKind reports a provider's machine kind ("openstack:server",
+// "proxmox:vm").
+func isMachineKind(kind string) bool {
+	return strings.HasSuffix(kind, ":server") || strings.HasSuffix(kind, ":vm")
+}

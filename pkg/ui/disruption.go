@@ -1,0 +1,145 @@
+package ui
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/talosc/talosc/pkg/state"
+)
+
+// classWords are the words a plan line carries for its disruption class.
+var classWords = map[state.Disruption]string{
+	state.DisruptionLiveApply:      "applied live",
+	state.DisruptionServiceRestart: "restarts services",
+	state.DisruptionReboot:         "reboots the node",
+	state.DisruptionReplace:        "replaces the machine",
+	state.DisruptionRemove:         "removes the node",
+	state.DisruptionEtcdMembership: "changes etcd membership",
+	state.DisruptionEndpointMove:   "moves the API endpoint",
+}
+
+// ClassWords is how a plan line names its change's disruption; "" for
+// none. A class this build does not know is shown as it is.
+func ClassWords(d state.Disruption) string {
+	if d == "" || d == state.DisruptionNone {
+		return ""
+	}
+	if w, ok := classWords[d]; ok {
+		return w
+	}
+	return string(d)
+}
+
+// nodeClasses are the classes counted per node, most disruptive first: a
+// node counts once, under the worst of its changes ("reboots", not also
+// "restarts services" for the drain before the reboot).
+var nodeClasses = []state.Disruption{state.DisruptionReplace, state.DisruptionRemove, state.DisruptionReboot, state.DisruptionServiceRestart, state.DisruptionLiveApply}
+
+// DisruptionSummary returns (it does not write) the one-line account of
+// what a whole run's plan disturbs, keyed by phase or plugin name, or ""
+// when nothing it plans disturbs anything:
+//
+//	Disruption: 1 etcd member removed; 1 node removed, 2 nodes reboot.
+//
+// etcd membership changes and endpoint moves are counted on their own;
+// every other class counts the nodes whose worst change it is. A change
+// without a node counts as a target of its own.
+func DisruptionSummary(changes map[string][]state.Change) string {
+	worst := map[string]int{} // target -> index in nodeClasses
+	etcdAdded, etcdRemoved := map[string]bool{}, map[string]bool{}
+	moves := 0
+	unknown := map[state.Disruption]int{}
+	names := slices.Sorted(maps.Keys(changes))
+	for _, name := range names {
+		for _, c := range changes[name] {
+			target := c.Node
+			if target == "" {
+				target = c.Kind + "/" + c.Name
+			}
+			switch d := c.Class(); d {
+			case state.DisruptionEtcdMembership:
+				if c.Action == state.ActionCreate {
+					etcdAdded[target] = true
+				} else {
+					etcdRemoved[target] = true
+				}
+				if c.Action == state.ActionDelete && c.Node != "" {
+					_ = noteWorst(worst, target, state.DisruptionRemove)
+				}
+			case state.DisruptionEndpointMove:
+				moves++
+			case state.DisruptionNone:
+			default:
+				if !noteWorst(worst, target, d) {
+					unknown[d]++ // a newer producer's class: shown, not dropped
+				}
+			}
+		}
+	}
+	var parts []string
+	if n := len(etcdAdded); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d etcd %s added", n, plural(n, "member", "members")))
+	}
+	if n := len(etcdRemoved); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d etcd %s removed", n, plural(n, "member", "members")))
+	}
+	if moves > 0 {
+		parts = append(parts, "the Kubernetes API endpoint moves")
+	}
+	counts := make([]int, len(nodeClasses))
+	for _, i := range worst {
+		counts[i]++
+	}
+	for i, d := range nodeClasses {
+		if n := counts[i]; n > 0 {
+			parts = append(parts, nodeCount(d, n))
+		}
+	}
+	for _, d := range slices.Sorted(maps.Keys(unknown)) {
+		n := unknown[d]
+		parts = append(parts, fmt.Sprintf("%d %s of class %s", n, plural(n, "change", "changes"), d))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "Disruption: " + strings.Join(parts, ", ") + "."
+}
+
+// noteWorst keeps the worse of target's class so far and d; false when d
+// is not a class counted per node.
+func noteWorst(worst map[string]int, target string, d state.Disruption) bool {
+	i := slices.Index(nodeClasses, d)
+	if i < 0 {
+		return false
+	}
+	if prev, ok := worst[target]; !ok || i < prev {
+		worst[target] = i
+	}
+	return true
+}
+
+// nodeCount words n targets of class d.
+func nodeCount(d state.Disruption, n int) string {
+	nodes := fmt.Sprintf("%d %s", n, plural(n, "node", "nodes"))
+	switch d {
+	case state.DisruptionReplace:
+		return fmt.Sprintf("%d %s replaced", n, plural(n, "machine", "machines"))
+	case state.DisruptionRemove:
+		return nodes + " removed"
+	case state.DisruptionReboot:
+		return nodes + " " + plural(n, "reboots", "reboot")
+	case state.DisruptionServiceRestart:
+		return "services restart on " + nodes
+	default:
+		return nodes + " configured live"
+	}
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
