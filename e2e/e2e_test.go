@@ -5,6 +5,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -26,6 +27,7 @@ import (
 	"github.com/talosc/talosc/pkg/cmd/tcnodes"
 	"github.com/talosc/talosc/pkg/cmd/tcrancher"
 	"github.com/talosc/talosc/pkg/lab/kubeapi"
+	"github.com/talosc/talosc/pkg/planfile"
 	"github.com/talosc/talosc/pkg/state"
 )
 
@@ -195,11 +197,21 @@ func cmdPlans(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	n, err := strconv.Atoi(args[1])
 	ts.Check(err)
-	doc, err := state.Parse([]byte(ts.ReadFile(args[0])))
-	if err != nil || doc == nil {
-		ts.Fatalf("%s is not exactly one state document: %v", args[0], err)
-	}
+	data := []byte(ts.ReadFile(args[0]))
 	var changes []string
+	if plan, err := readPlan(data); err == nil {
+		for _, a := range plan.Actions {
+			changes = append(changes, fmt.Sprintf("\n  %s: %s %s/%s %s", a.Section, a.Action, a.Kind, a.Name, a.Detail))
+		}
+		if len(changes) != n {
+			ts.Fatalf("%s lists %d actions, want %d:%s", args[0], len(changes), n, strings.Join(changes, ""))
+		}
+		return
+	}
+	doc, err := state.Parse(data)
+	if err != nil || doc == nil {
+		ts.Fatalf("%s is not exactly one state or plan document: %v", args[0], err)
+	}
 	for _, name := range doc.Names() {
 		sec, _, err := doc.Section(name)
 		ts.Check(err)
@@ -210,6 +222,18 @@ func cmdPlans(ts *testscript.TestScript, neg bool, args []string) {
 	if len(changes) != n {
 		ts.Fatalf("%s lists %d changes, want %d:%s", args[0], len(changes), n, strings.Join(changes, ""))
 	}
+}
+
+// readPlan decodes a plan document (plan -o json).
+func readPlan(data []byte) (planfile.Document, error) {
+	var d planfile.Document
+	if err := json.Unmarshal(data, &d); err != nil {
+		return d, err
+	}
+	if d.Kind != planfile.Kind || d.APIVersion != state.APIVersion {
+		return d, fmt.Errorf("not a plan document: apiVersion %q kind %q", d.APIVersion, d.Kind)
+	}
+	return d, nil
 }
 
 // cmdInstallPlugin runs "install-plugin NAME TARGET [DIR]": it installs

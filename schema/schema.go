@@ -1,5 +1,5 @@
 // Package schema publishes the JSON Schemas of cluster.yaml and of the state
-// document, so editors can complete cluster.yaml (yaml-language-server) and
+// document and of the plan document, so editors can complete cluster.yaml (yaml-language-server) and
 // plugin authors can validate what they read and write. The files are
 // generated from the Go types and golden-tested; UPDATE_GOLDEN=1 rewrites them.
 package schema
@@ -12,8 +12,14 @@ var cluster []byte
 //go:embed state.schema.json
 var stateDoc []byte
 
+//go:embed plan.schema.json
+var planDoc []byte
+
 // Cluster returns the JSON Schema of cluster.yaml.
 func Cluster() []byte { return cluster }
 
 // State returns the JSON Schema of the state document.
 func State() []byte { return stateDoc }
+
+// Plan returns the JSON Schema of the plan document (plan -o json, plan --out).
+func Plan() []byte { return planDoc }

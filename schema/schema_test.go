@@ -7,6 +7,7 @@ import (
 	"github.com/invopop/jsonschema"
 
 	"github.com/talosc/talosc/pkg/goldentest"
+	"github.com/talosc/talosc/pkg/planfile"
 	"github.com/talosc/talosc/pkg/state"
 	"github.com/talosc/talosc/schema"
 )
@@ -14,11 +15,22 @@ import (
 // stateSchema generates the state document's schema from the Go types.
 func stateSchema(t *testing.T) []byte {
 	t.Helper()
+	return generate(t, &state.Document{}, "state", "talosc state document", "The JSON document talosc phases and plugins exchange on stdin/stdout during one run.")
+}
+
+// planSchema generates the plan document's schema from the Go types.
+func planSchema(t *testing.T) []byte {
+	t.Helper()
+	return generate(t, &planfile.Document{}, "plan", "talosc plan document", "A whole run's plan: what kubectl talosc plan -o json prints and plan --out saves for converge --plan.")
+}
+
+func generate(t *testing.T, v any, name, title, description string) []byte {
+	t.Helper()
 	r := &jsonschema.Reflector{DoNotReference: true, RequiredFromJSONSchemaTags: false}
-	s := r.Reflect(&state.Document{})
-	s.ID = "https://talosc.dev/schema/state.schema.json"
-	s.Title = "talosc state document (" + state.APIVersion + ")"
-	s.Description = "The JSON document talosc phases and plugins exchange on stdin/stdout during one run."
+	s := r.Reflect(v)
+	s.ID = jsonschema.ID("https://talosc.dev/schema/" + name + ".schema.json")
+	s.Title = title + " (" + state.APIVersion + ")"
+	s.Description = description
 	data, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		t.Fatal(err)
@@ -31,6 +43,14 @@ func TestStateSchemaGolden(t *testing.T) {
 	goldentest.Assert(t, "state.schema.json", stateSchema(t))
 	if got := stateSchema(t); string(got) != string(schema.State()) {
 		t.Fatalf("the embedded state.schema.json is stale; rebuild after UPDATE_GOLDEN=1 go test ./schema")
+	}
+}
+
+func TestPlanSchemaGolden(t *testing.T) {
+	t.Parallel()
+	goldentest.Assert(t, "plan.schema.json", planSchema(t))
+	if got := planSchema(t); string(got) != string(schema.Plan()) {
+		t.Fatalf("the embedded plan.schema.json is stale; rebuild after UPDATE_GOLDEN=1 go test ./schema")
 	}
 }
 

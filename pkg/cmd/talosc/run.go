@@ -10,6 +10,7 @@ import (
 
 	"github.com/talosc/talosc/pkg/cli"
 	"github.com/talosc/talosc/pkg/phase"
+	"github.com/talosc/talosc/pkg/planfile"
 	"github.com/talosc/talosc/pkg/plugin"
 	"github.com/talosc/talosc/pkg/state"
 )
@@ -32,6 +33,10 @@ type RunOptions struct {
 	Output  string
 	// Detailed is plan's --detailed-exitcode.
 	Detailed bool
+	// Out is plan's --out: the file the plan is saved to.
+	Out string
+	// PlanFile is converge's --plan: the saved plan to apply.
+	PlanFile string
 }
 
 func newRunCommand(g *Globals, action string, runF func(context.Context, *RunOptions) error) *cobra.Command {
@@ -47,12 +52,13 @@ func newRunCommand(g *Globals, action string, runF func(context.Context, *RunOpt
 	}
 	f := cmd.Flags()
 	f.BoolVar(&o.Reboot, "reboot", false, "restart nodes with pending sizing or NIC changes, one at a time, control planes first")
-	f.StringVarP(&o.Output, "output", "o", "text", "also print the final state document on stdout: text (none), json or yaml")
+	f.StringVarP(&o.Output, "output", "o", "text", "also print on stdout the plan document (plan) or the final state document (converge): text (none), json or yaml")
 	if action == actionPlan {
 		f.BoolVar(&o.Detailed, "detailed-exitcode", false, "exit 0 when there is nothing to do, 3 when changes are pending, 1 on an error or a plan that could not look everywhere")
+		f.StringVar(&o.Out, "out", "", "save the plan (JSON, no secret values) to this file, for \"converge --plan\"")
 		cmd.Short = "Show what converge would change, changing nothing"
-		cmd.Long = "plan is exactly converge in dry-run: every phase and plugin reports what it would\ncreate, update or delete; nothing is changed.\n\n" + cli.ExitCodesHelp
-		cmd.Example = "  # What would change in the cluster in ./prod?\n  kubectl talosc plan -C prod"
+		cmd.Long = "plan is exactly converge in dry-run: every phase and plugin reports what it would\ncreate, update or delete, and what each action disturbs (a live apply, a reboot,\nan etcd membership change ...); nothing is changed. -o json prints the plan as a\ndocument (kubectl talosc schema plan); --out saves it for converge --plan.\n\n" + cli.ExitCodesHelp
+		cmd.Example = "  # What would change in the cluster in ./prod?\n  kubectl talosc plan -C prod\n  # Review a plan, then apply exactly it\n  kubectl talosc plan -C prod --out prod.plan && kubectl talosc converge -C prod --plan prod.plan"
 		return cmd
 	}
 	cmd.Aliases = []string{"sync", "apply"}
@@ -61,19 +67,69 @@ func newRunCommand(g *Globals, action string, runF func(context.Context, *RunOpt
 	cmd.Example = "  # Build or update the cluster in ./prod\n  kubectl talosc converge -C prod"
 	f.BoolVar(&o.DryRun, "dry-run", false, "only plan (same as \"kubectl talosc plan\")")
 	f.BoolVar(&o.Yes, "yes", false, "do not ask before deleting anything")
+	f.StringVar(&o.PlanFile, "plan", "", "apply exactly this saved plan (plan --out); refused, changing nothing, when the cluster directory or the cluster changed since")
 	return cmd
 }
 
 // Run validates everything, runs the phases, then the plugins.
 func (o *RunOptions) Run(ctx context.Context) error {
+	if o.PlanFile != "" && o.Yes {
+		return cli.Usagef("--plan and --yes: a saved plan confirms exactly its own removals; drop --yes")
+	}
 	s, err := o.Globals.open(ctx, loadCredentials)
 	if err != nil {
 		return err
 	}
 	dryRun := o.Action == actionPlan
+	var saved *planfile.Document
+	if o.PlanFile != "" {
+		if saved, err = s.checkSavedPlan(ctx, o); err != nil {
+			return err
+		}
+	}
+	r, err := s.runOnce(ctx, o, saved)
+	if err != nil {
+		return err
+	}
+	changes, incomplete := s.renderPlan(r.doc, dryRun)
+	if dryRun {
+		err = s.emitPlan(r.doc, o)
+	} else {
+		err = s.printDocument(r.doc, o.Output)
+	}
+	if err != nil {
+		return err
+	}
+	res, pluginErr := r.res, r.pluginErr
+	if res.code != 0 {
+		return &cli.ExitError{Code: res.code, Err: fmt.Errorf("phase %s failed; later phases and plugins did not run", res.failed)}
+	}
+	if pluginErr != nil {
+		return &cli.ExitError{Code: cli.ExitFailure, Err: pluginErr}
+	}
+	if saved != nil {
+		return s.appliedExactly(*saved, r.doc)
+	}
+	if !o.Detailed {
+		return nil
+	}
+	return detailedExit(changes, incomplete)
+}
+
+// runResult is what one run of the phases and plugins gave.
+type runResult struct {
+	doc       *state.Document
+	res       pipeResult
+	pluginErr error
+}
+
+// runOnce runs the phases, asking (or, applying a saved plan, checking)
+// a confirmation one asks for, then the plugins.
+func (s *session) runOnce(ctx context.Context, o *RunOptions, saved *planfile.Document) (runResult, error) {
+	dryRun := o.Action == actionPlan
 	doc := state.New(s.cfg.Name, o.Action)
 	if err := s.validatePlugins(ctx, s.plugins, doc); err != nil {
-		return err
+		return runResult{}, err
 	}
 	var extra []string
 	if o.Reboot {
@@ -84,38 +140,30 @@ func (o *RunOptions) Run(ctx context.Context) error {
 	}
 	res, err := s.runPhases(ctx, o.Action, doc, extra...)
 	if err != nil {
-		return err
+		return runResult{}, err
 	}
 	if question, names := confirmation(res); question != "" && !o.Yes && !dryRun {
-		// The first phase refused before any mutation: ask, then run
-		// again confirming exactly what was asked (a removal that turns
-		// up meanwhile is asked again, not taken as confirmed).
-		if err := confirm(o.Globals.Streams, question+"\ntype yes to go on: ", "yes"); err != nil {
-			return err
+		// The first phase refused before any mutation: ask (or check
+		// that the saved plan removes exactly these), then run again
+		// confirming exactly what was asked (a removal that turns up
+		// meanwhile is asked again, not taken as confirmed).
+		if saved != nil {
+			err = confirmedByPlan(*saved, names)
+		} else {
+			err = confirm(o.Globals.Streams, question+"\ntype yes to go on: ", "yes")
+		}
+		if err != nil {
+			return runResult{}, err
 		}
 		if res, err = s.runPhases(ctx, o.Action, doc, append(extra, "--confirmed="+strings.Join(names, ","))...); err != nil {
-			return err
+			return runResult{}, err
 		}
 	}
-	doc = res.doc
-	var pluginErr error
+	r := runResult{doc: res.doc, res: res}
 	if res.code == 0 {
-		doc, pluginErr = s.runActivePlugins(ctx, plugin.HookConverge, doc, plugin.CallOptions{DryRun: dryRun, Yes: o.Yes})
+		r.doc, r.pluginErr = s.runActivePlugins(ctx, plugin.HookConverge, r.doc, plugin.CallOptions{DryRun: dryRun, Yes: o.Yes})
 	}
-	changes, incomplete := s.renderPlan(doc, dryRun)
-	if err := s.printDocument(doc, o.Output); err != nil {
-		return err
-	}
-	if res.code != 0 {
-		return &cli.ExitError{Code: res.code, Err: fmt.Errorf("phase %s failed; later phases and plugins did not run", res.failed)}
-	}
-	if pluginErr != nil {
-		return &cli.ExitError{Code: cli.ExitFailure, Err: pluginErr}
-	}
-	if !o.Detailed {
-		return nil
-	}
-	return detailedExit(changes, incomplete)
+	return r, nil
 }
 
 // detailedExit is plan --detailed-exitcode's answer: changes pending (3),

@@ -9,14 +9,14 @@ import (
 
 func newSchemaCommand(g *Globals) *cobra.Command {
 	return &cobra.Command{
-		Use:   "schema cluster|state",
-		Short: "Print the JSON Schema of cluster.yaml or of the state document",
+		Use:   "schema cluster|state|plan",
+		Short: "Print the JSON Schema of cluster.yaml, of the state document or of the plan document",
 		Example: `  # Let your editor complete cluster.yaml (yaml-language-server)
   kubectl talosc schema cluster > cluster.schema.json
   # then put this first line in cluster.yaml:
   # yaml-language-server: $schema=cluster.schema.json`,
 		Args:      cobra.ExactArgs(1),
-		ValidArgs: []string{"cluster", "state"},
+		ValidArgs: []string{"cluster", "state", "plan"},
 		RunE: func(_ *cobra.Command, args []string) error {
 			var data []byte
 			switch args[0] {
@@ -24,8 +24,10 @@ func newSchemaCommand(g *Globals) *cobra.Command {
 				data = schema.Cluster()
 			case "state":
 				data = schema.State()
+			case "plan":
+				data = schema.Plan()
 			default:
-				return cli.Usagef("schema %q: choose cluster or state", args[0])
+				return cli.Usagef("schema %q: choose cluster, state or plan", args[0])
 			}
 			_, err := g.Streams.Out.Write(data)
 			return err

@@ -1,9 +1,17 @@
 package nodes
 
 import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/talosc/talosc/pkg/config"
+	"github.com/talosc/talosc/pkg/kube"
+	"github.com/talosc/talosc/pkg/phase/sections"
 	"github.com/talosc/talosc/pkg/state"
 )
 
@@ -75,4 +83,25 @@ func classify(c state.Change, roles nodeRoles, up bool) state.Change {
 // "proxmox:vm").
 func isMachineKind(kind string) bool {
 	return strings.HasSuffix(kind, ":server") || strings.HasSuffix(kind, ":vm")
+}
+
+// digest identifies what a plan depended on: the owned machines, the
+// Kubernetes nodes as listed (versions, readiness, cordons) and what each
+// node runs. A saved plan is applied only while a fresh plan observes the
+// same.
+func (o *observed) digest() string {
+	h := sha256.New()
+	fmt.Fprintf(h, "inventory %s\n", sections.InventoryDigest(o.inv))
+	nodes := slices.Clone(o.nodes)
+	slices.SortFunc(nodes, func(a, b kube.Node) int { return cmp.Compare(a.Name, b.Name) })
+	for _, n := range nodes {
+		fmt.Fprintf(h, "node %q %q %q %t %t\n", n.Name, n.OSImage, n.KubeletVersion, n.Ready, n.Unschedulable)
+	}
+	if o.nodesErr != nil {
+		fmt.Fprintf(h, "nodes unknown\n")
+	}
+	for _, host := range slices.Sorted(maps.Keys(o.running)) {
+		fmt.Fprintf(h, "running %q %q %q\n", host, o.running[host].talos, o.running[host].schematic)
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }

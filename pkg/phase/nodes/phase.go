@@ -42,6 +42,10 @@ type Outputs struct {
 	KubernetesEndpoint string `json:"kubernetesEndpoint,omitempty"`
 	// Nodes are the Kubernetes nodes, when the API answered.
 	Nodes []kube.Node `json:"nodes,omitempty"`
+	// Observed, in a plan, is a digest of what the plan depended on (the
+	// owned machines, the nodes' versions and states): a saved plan is
+	// applied only while a fresh plan observes the same.
+	Observed string `json:"observed,omitempty"`
 }
 
 // Phase is the nodes phase.
@@ -61,6 +65,9 @@ func (Phase) Converge(ctx context.Context, in *phase.Input, sec *state.Section) 
 	r := newRun(in, cloud)
 	defer r.obs.close()
 	err = r.runSteps(ctx)
+	if in.DryRun {
+		r.out.Observed = r.obs.digest()
+	}
 	sec.Plan = append(sec.Plan, r.classified(r.plan.Changes())...)
 	return errors.Join(err, sec.SetOutputs(r.out))
 }

@@ -157,3 +157,9 @@ func tightenMode(path string, info fs.FileInfo, dryRun bool) (fs.FileMode, bool,
 
 	return perm, true, nil
 }
+
+// ReplaceFile writes data to path atomically, 0600, replacing what was
+// there: a reader sees the old file or the whole new one, never a part.
+func ReplaceFile(path string, data []byte) error {
+	return writeFileAtomic(path, data, writeOptions{replace: true})
+}
