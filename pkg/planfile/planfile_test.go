@@ -183,8 +183,15 @@ func TestPerformed(t *testing.T) {
 	if why := planfile.Performed(saved, done); len(why) != 0 {
 		t.Errorf("the plan done with richer details: %v, want exactly", why)
 	}
-	done.Actions = append(done.Actions[1:], planfile.Action{Section: "nodes", Action: state.ActionUpdate, Kind: "kube:node", Name: "demo-worker-01"})
-	want := []string{"done but not in the plan: nodes: update kube:node/demo-worker-01", "in the plan but not done: net: create proxmox:sdn-subnet/demo"}
+	// A new VM's boot ISO removed once it booted: that node's work.
+	done.Actions = append(done.Actions, planfile.Action{Section: "nodes", Action: state.ActionDelete, Kind: "proxmox:cidata", Name: "demo-worker-03", Node: "demo-worker-03"})
+	if why := planfile.Performed(saved, done); len(why) != 0 {
+		t.Errorf("the plan done with a planned node's last step: %v, want exactly", why)
+	}
+	done.Actions = append(done.Actions[1:],
+		planfile.Action{Section: "nodes", Action: state.ActionUpdate, Kind: "kube:node", Name: "demo-worker-06", Node: "demo-worker-06"},
+		planfile.Action{Section: "nodes", Action: state.ActionUpdate, Kind: "file", Name: "talosconfig"})
+	want := []string{"done but not in the plan: nodes: update kube:node/demo-worker-06", "done but not in the plan: nodes: update file/talosconfig", "in the plan but not done: net: create proxmox:sdn-subnet/demo"}
 	if why := planfile.Performed(saved, done); !slices.Equal(why, want) {
 		t.Errorf("Performed() = %q, want %q", why, want)
 	}

@@ -26,8 +26,11 @@ func applyDetail(talos string, restart bool, details string) string {
 	if !restart {
 		return fmt.Sprintf("the running configuration differs from cluster.yaml's; applies live on Talos %s", talos)
 	}
-	reason, _, _ := strings.Cut(details, "\n")
-	if reason == "" {
+	// A dry run's details open with "Dry run summary:" and then Talos's
+	// mode line, which names no reason unless the node gave one.
+	details = strings.TrimPrefix(strings.TrimSpace(details), "Dry run summary:")
+	reason, _, _ := strings.Cut(strings.TrimSpace(details), "\n")
+	if reason == "" || strings.HasSuffix(reason, "(skipped in dry-run).") {
 		reason = "the change cannot be applied in immediate mode"
 	}
 	return fmt.Sprintf("the running configuration differs from cluster.yaml's; REBOOTS the node on Talos %s (%s)", talos, reason)

@@ -116,4 +116,9 @@ func TestApplyDetail(t *testing.T) {
 	if !strings.Contains(got, "REBOOTS the node on Talos v1.13.8 (Applied configuration with a reboot") || strings.Contains(got, "diff:") {
 		t.Errorf("reboot: %q", got)
 	}
+	// A node's dry run: the summary header and the mode line carry no reason.
+	got = applyDetail("v1.13.8", true, "Dry run summary:\nApplied configuration with a reboot (skipped in dry-run).\nConfig diff:\n\n+ env")
+	if want := "REBOOTS the node on Talos v1.13.8 (the change cannot be applied in immediate mode)"; !strings.HasSuffix(got, want) {
+		t.Errorf("dry run: %q, want the suffix %q", got, want)
+	}
 }
