@@ -73,6 +73,9 @@ func (o *ReportOptions) Run(ctx context.Context) error {
 		return err
 	}
 	doc, pluginErr := s.runActivePlugins(ctx, o.Action, res.doc, plugin.CallOptions{})
+	if o.Action == actionCheck {
+		s.checkPlan(ctx, doc)
+	}
 	rep := buildReport(s, doc, o.Action == actionCheck)
 	if err := s.printReport(rep, o.Output); err != nil {
 		return err
