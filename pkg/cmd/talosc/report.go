@@ -12,6 +12,7 @@ import (
 	"github.com/talosc/talosc/pkg/cli"
 	"github.com/talosc/talosc/pkg/plugin"
 	"github.com/talosc/talosc/pkg/state"
+	"github.com/talosc/talosc/pkg/ui"
 )
 
 // ReportOptions configures status and check.
@@ -135,6 +136,10 @@ func (s *session) printReport(rep Report, output string) error {
 	w := s.g.Streams.Out
 	if done, err := writeStructured(w, output, rep); done {
 		return err
+	}
+	if rep.OK == nil {
+		printStatus(w, ui.New(w, s.g.Host.Environ), rep, s.cfg, s.g.Dir)
+		return nil
 	}
 	fmt.Fprintf(w, "cluster: %s\nprovider: %s\n", rep.Cluster, rep.Provider)
 	for _, name := range rep.Order {
