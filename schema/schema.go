@@ -1,5 +1,5 @@
 // Package schema publishes the JSON Schemas of cluster.yaml and of the state
-// document and of the plan document, so editors can complete cluster.yaml (yaml-language-server) and
+// document, of the plan document and of the check report, so editors can complete cluster.yaml (yaml-language-server) and
 // plugin authors can validate what they read and write. The files are
 // generated from the Go types and golden-tested; UPDATE_GOLDEN=1 rewrites them.
 package schema
@@ -23,3 +23,9 @@ func State() []byte { return stateDoc }
 
 // Plan returns the JSON Schema of the plan document (plan -o json, plan --out).
 func Plan() []byte { return planDoc }
+
+//go:embed check.schema.json
+var checkDoc []byte
+
+// Check returns the JSON Schema of the check report (check -o json).
+func Check() []byte { return checkDoc }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/talosc/talosc/pkg/goldentest"
 	"github.com/talosc/talosc/pkg/planfile"
+	"github.com/talosc/talosc/pkg/report"
 	"github.com/talosc/talosc/pkg/state"
 	"github.com/talosc/talosc/schema"
 )
@@ -22,6 +23,12 @@ func stateSchema(t *testing.T) []byte {
 func planSchema(t *testing.T) []byte {
 	t.Helper()
 	return generate(t, &planfile.Document{}, "plan", "talosc plan document", "A whole run's plan: what kubectl talosc plan -o json prints and plan --out saves for converge --plan.")
+}
+
+// checkSchema generates the check report's schema from the Go types.
+func checkSchema(t *testing.T) []byte {
+	t.Helper()
+	return generate(t, &report.CheckReport{}, "check", "talosc check report", "What kubectl talosc check -o json prints: versions, drift, cordons, plugins, certificate expiry, orphans and why the check is incomplete.")
 }
 
 func generate(t *testing.T, v any, name, title, description string) []byte {
@@ -51,6 +58,14 @@ func TestPlanSchemaGolden(t *testing.T) {
 	goldentest.Assert(t, "plan.schema.json", planSchema(t))
 	if got := planSchema(t); string(got) != string(schema.Plan()) {
 		t.Fatalf("the embedded plan.schema.json is stale; rebuild after UPDATE_GOLDEN=1 go test ./schema")
+	}
+}
+
+func TestCheckSchemaGolden(t *testing.T) {
+	t.Parallel()
+	goldentest.Assert(t, "check.schema.json", checkSchema(t))
+	if got := checkSchema(t); string(got) != string(schema.Check()) {
+		t.Fatalf("the embedded check.schema.json is stale; rebuild after UPDATE_GOLDEN=1 go test ./schema")
 	}
 }
 

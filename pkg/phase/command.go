@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -15,6 +16,7 @@ import (
 	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/plugin"
 	"github.com/talosc/talosc/pkg/provider"
+	"github.com/talosc/talosc/pkg/report"
 	"github.com/talosc/talosc/pkg/state"
 	"github.com/talosc/talosc/pkg/ui"
 	"github.com/talosc/talosc/pkg/version"
@@ -30,6 +32,8 @@ type Options struct {
 	Reboot bool
 	// Confirmed are the removals a human confirmed (converge, validate).
 	Confirmed []string
+	// ExpiryWarning is how long before a certificate expires check warns.
+	ExpiryWarning time.Duration
 
 	Streams cli.Streams
 	// Load reads the configuration; nil means config.Load.
@@ -90,6 +94,9 @@ cluster.yaml (in -C DIR) and the JSON state document of earlier phases on stdin
 		}
 		if a.name == ActionPlan || a.name == ActionConverge {
 			cmd.Flags().BoolVar(&o.Reboot, "reboot", false, "restart nodes with pending sizing or NIC changes, one at a time, control planes first")
+		}
+		if a.name == ActionCheck {
+			cmd.Flags().DurationVar(&o.ExpiryWarning, "expiry-warning", report.DefaultExpiryWarning, "warn when a certificate expires within this `DURATION`")
 		}
 		if a.name == ActionValidate {
 			cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "validate a plan (no confirmation needed)")
@@ -160,7 +167,7 @@ func (o *Options) Run(ctx context.Context, p Phase, action string) error {
 	if err != nil {
 		return cli.Usage(err)
 	}
-	in := &Input{Config: cfg, State: doc, DryRun: dryRun, Reboot: o.Reboot, Yes: o.Yes, Confirmed: o.Confirmed, Out: out, Env: env, Validate: o.Validate, ErrOut: o.Streams.ErrOut}
+	in := &Input{Config: cfg, State: doc, DryRun: dryRun, Reboot: o.Reboot, Yes: o.Yes, Confirmed: o.Confirmed, ExpiryWarning: o.ExpiryWarning, Out: out, Env: env, Validate: o.Validate, ErrOut: o.Streams.ErrOut}
 	runErr := o.perform(ctx, p, action, in, &sec)
 	if dryRun && errors.Is(runErr, provider.ErrNotAvailable) {
 		// A plan that cannot observe the provider is deferred, not failed.

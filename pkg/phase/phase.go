@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/talosc/talosc/pkg/config"
+	"github.com/talosc/talosc/pkg/report"
 	"github.com/talosc/talosc/pkg/state"
 	"github.com/talosc/talosc/pkg/ui"
 )
@@ -73,6 +74,8 @@ type Input struct {
 	ErrOut io.Writer
 	// Env is the run's environment: provider connection, time scale.
 	Env *Env
+	// ExpiryWarning is how long before a certificate expires check warns.
+	ExpiryWarning time.Duration
 }
 
 // Phase is one builtin step. Implementations never write outside their own
@@ -93,22 +96,12 @@ type Phase interface {
 	Check(ctx context.Context, in *Input) (Report, error)
 }
 
-// Report is a check result. OK false makes check exit 1.
-type Report struct {
-	OK bool `json:"ok"`
-	// Items are the findings, in a stable order.
-	Items []Finding `json:"items,omitempty"`
-	// Incomplete lists why the check could not look at everything.
-	Incomplete []string `json:"incomplete,omitempty"`
-}
+// Report is a check result (its section's outputs). OK false makes check
+// exit 1.
+type Report = report.Findings
 
 // Finding is one line of a check report.
-type Finding struct {
-	Name       string `json:"name"`
-	Configured string `json:"configured,omitempty"`
-	Observed   string `json:"observed,omitempty"`
-	Attention  string `json:"attention,omitempty"`
-}
+type Finding = report.Item
 
 // ConfirmError is a change that needs a human's yes (a scale-down):
 // nothing was changed; the front door asks Prompt and runs again with

@@ -11,6 +11,7 @@ import (
 
 	"github.com/talosc/talosc/pkg/cli"
 	"github.com/talosc/talosc/pkg/plugin"
+	"github.com/talosc/talosc/pkg/report"
 	"github.com/talosc/talosc/pkg/state"
 )
 
@@ -114,26 +115,26 @@ func (o *PluginOptions) Run(ctx context.Context) error {
 
 // printHookReport prints a status or check report: text, or {name: report}.
 func (o *PluginOptions) printHookReport(s *session, name string, sec state.Section, callErr error) error {
-	var report any = map[string]any{"ok": false, "error": errString(callErr, sec)}
+	var rep any = map[string]any{"ok": false, "error": errString(callErr, sec)}
 	if callErr == nil && len(sec.Outputs) > 0 {
-		if err := json.Unmarshal(sec.Outputs, &report); err != nil {
+		if err := json.Unmarshal(sec.Outputs, &rep); err != nil {
 			return fmt.Errorf("plugin %s: %w", name, err)
 		}
 	}
 	w := s.g.Streams.Out
-	done, err := writeStructured(w, o.Output, map[string]any{name: report})
+	done, err := writeStructured(w, o.Output, map[string]any{name: rep})
 	if err != nil {
 		return err
 	}
 	if !done {
 		var b strings.Builder
-		if err := writeYAML(&b, report); err != nil {
+		if err := writeYAML(&b, rep); err != nil {
 			return err
 		}
 		fmt.Fprintf(w, "%s:\n", name)
 		writeIndented(w, b.String())
 	}
-	if o.Action == actionCheck && !reportOK(sec.Outputs) || callErr != nil && o.Action == actionCheck {
+	if o.Action == actionCheck && !report.SectionOK(sec.Outputs) || callErr != nil && o.Action == actionCheck {
 		return cli.Exit(cli.ExitFailure)
 	}
 	return nil

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/talosc/talosc/pkg/cli"
 	"github.com/talosc/talosc/pkg/plugin"
+	"github.com/talosc/talosc/pkg/report"
 	"github.com/talosc/talosc/pkg/state"
 	"github.com/talosc/talosc/pkg/ui"
 )
@@ -20,6 +22,9 @@ type ReportOptions struct {
 	Globals *Globals
 	Action  string
 	Output  string
+	// Textfile and ExpiryWarning are check's (checkflags.go).
+	Textfile      string
+	ExpiryWarning time.Duration
 }
 
 func newReportCommand(g *Globals, action string, runF func(context.Context, *ReportOptions) error) *cobra.Command {
@@ -39,6 +44,7 @@ func newReportCommand(g *Globals, action string, runF func(context.Context, *Rep
 	cmd.Short = "Report what needs attention: versions, drift, cordons, plugins (for cron)"
 	cmd.Long = "check compares the pinned versions with upstream and with the running nodes and\nasks every configured plugin. It needs no provider credentials. It exits 0 only\nwhen everything is up to date and the check was complete, 1 otherwise.\n\n" + cli.ExitCodesHelp
 	cmd.Example = "  # From cron: mail when something needs attention\n  kubectl talosc check -C /srv/clusters/prod || mail -s 'prod needs attention' ops"
+	addCheckFlags(cmd, o)
 	return cmd
 }
 
@@ -52,12 +58,7 @@ type Report struct {
 }
 
 // ReportSection is one phase's or plugin's part of a report.
-type ReportSection struct {
-	Status   state.Status    `json:"status"`
-	Report   json.RawMessage `json:"report,omitempty"`
-	Messages []string        `json:"messages,omitempty"`
-	Error    string          `json:"error,omitempty"`
-}
+type ReportSection = report.Section
 
 // Run runs the phases' status or check, then the configured plugins'.
 func (o *ReportOptions) Run(ctx context.Context) error {
@@ -69,20 +70,18 @@ func (o *ReportOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	res, err := s.runPhases(ctx, o.Action, state.New(s.cfg.Name, o.Action))
+	res, err := s.runPhases(ctx, o.Action, state.New(s.cfg.Name, o.Action), o.phaseArgs()...)
 	if err != nil {
-		return err
+		return o.checkFailed(s, err)
 	}
 	doc, pluginErr := s.runActivePlugins(ctx, o.Action, res.doc, plugin.CallOptions{})
 	if o.Action == actionCheck {
 		s.checkPlan(ctx, doc)
-	}
-	rep := buildReport(s, doc, o.Action == actionCheck)
-	if err := s.printReport(rep, o.Output); err != nil {
+		if err := o.check(s, doc); err != nil {
+			return err
+		}
+	} else if err := s.printReport(buildReport(s, doc), o.Output); err != nil {
 		return err
-	}
-	if o.Action == actionCheck && !*rep.OK {
-		return cli.Exit(cli.ExitFailure)
 	}
 	if res.code != 0 {
 		return &cli.ExitError{Code: res.code, Err: fmt.Errorf("phase %s failed", res.failed)}
@@ -93,43 +92,11 @@ func (o *ReportOptions) Run(ctx context.Context) error {
 	return nil
 }
 
-// buildReport turns the document into a report. For check, OK is true only
-// when every section succeeded and every report says ok.
-func buildReport(s *session, doc *state.Document, check bool) Report {
-	rep := Report{Cluster: s.cfg.Name, Provider: s.cfg.Provider(), Sections: map[string]ReportSection{}, Order: doc.Names()}
-	ok := true
-	for _, name := range rep.Order {
-		sec, _, err := doc.Section(name)
-		if err != nil {
-			ok = false
-			rep.Sections[name] = ReportSection{Status: state.StatusFailed, Error: err.Error()}
-			continue
-		}
-		rs := ReportSection{Status: sec.Status, Report: sec.Outputs, Messages: sec.Messages}
-		if sec.Error != nil {
-			rs.Error = sec.Error.Message
-		}
-		rep.Sections[name] = rs
-		if sec.Status != state.StatusSucceeded || !reportOK(sec.Outputs) {
-			ok = false
-		}
-	}
-	if check {
-		rep.OK = &ok
-	}
+// buildReport turns the document into a status report.
+func buildReport(s *session, doc *state.Document) Report {
+	rep := Report{Cluster: s.cfg.Name, Provider: s.cfg.Provider()}
+	rep.Sections, rep.Order, _ = report.Sections(doc)
 	return rep
-}
-
-// reportOK reads the "ok" field of a check report; a report without one
-// counts as ok.
-func reportOK(raw json.RawMessage) bool {
-	var v struct {
-		OK *bool `json:"ok"`
-	}
-	if len(raw) == 0 || json.Unmarshal(raw, &v) != nil || v.OK == nil {
-		return true
-	}
-	return *v.OK
 }
 
 func (s *session) printReport(rep Report, output string) error {

@@ -9,14 +9,14 @@ import (
 
 func newSchemaCommand(g *Globals) *cobra.Command {
 	return &cobra.Command{
-		Use:   "schema cluster|state|plan",
-		Short: "Print the JSON Schema of cluster.yaml, of the state document or of the plan document",
+		Use:   "schema cluster|state|plan|check",
+		Short: "Print the JSON Schema of cluster.yaml, of the state document, of the plan document or of the check report",
 		Example: `  # Let your editor complete cluster.yaml (yaml-language-server)
   kubectl talosc schema cluster > cluster.schema.json
   # then put this first line in cluster.yaml:
   # yaml-language-server: $schema=cluster.schema.json`,
 		Args:      cobra.ExactArgs(1),
-		ValidArgs: []string{"cluster", "state", "plan"},
+		ValidArgs: []string{"cluster", "state", "plan", "check"},
 		RunE: func(_ *cobra.Command, args []string) error {
 			var data []byte
 			switch args[0] {
@@ -26,8 +26,10 @@ func newSchemaCommand(g *Globals) *cobra.Command {
 				data = schema.State()
 			case "plan":
 				data = schema.Plan()
+			case "check":
+				data = schema.Check()
 			default:
-				return cli.Usagef("schema %q: choose cluster, state or plan", args[0])
+				return cli.Usagef("schema %q: choose cluster, state, plan or check", args[0])
 			}
 			_, err := g.Streams.Out.Write(data)
 			return err

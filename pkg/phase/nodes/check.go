@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/kube"
 	"github.com/talosc/talosc/pkg/phase"
 	"github.com/talosc/talosc/pkg/releases"
+	"github.com/talosc/talosc/pkg/report"
 )
 
 // Check compares the pinned versions with the newest releases and with the
@@ -17,60 +19,65 @@ import (
 // releases from the kubelet image repository, the running versions from the
 // kubeconfig.
 func (Phase) Check(ctx context.Context, in *phase.Input) (phase.Report, error) {
-	var rep phase.Report
+	var rep checkReport
 	cfg := in.Config
 	talos := phase.Finding{Name: "talos", Configured: cfg.Talos.Version}
 	if fc, err := in.Factory(nil); err != nil {
 		rep.Incomplete = append(rep.Incomplete, err.Error())
 	} else if versions, err := fc.Versions(ctx); err != nil {
 		rep.Incomplete = append(rep.Incomplete, fmt.Sprintf("talos releases: %v", err))
-	} else {
-		talos.Observed, talos.Attention = newest(cfg.Talos.Version, versions)
+	} else if c, ok := newest("talos", cfg.Talos.Version, versions); ok {
+		rep.addComponent(&talos, c)
 	}
 	kubernetes := phase.Finding{Name: "kubernetes", Configured: cfg.Kubernetes.Version}
 	if versions, err := releases.KubernetesVersions(ctx, nil, in.Config.KubeletRepositoryURL()); err != nil {
 		rep.Incomplete = append(rep.Incomplete, fmt.Sprintf("kubernetes releases: %v", err))
-	} else {
-		kubernetes.Observed, kubernetes.Attention = newest(cfg.Kubernetes.Version, versions)
+	} else if c, ok := newest("kubernetes", cfg.Kubernetes.Version, versions); ok {
+		rep.addComponent(&kubernetes, c)
 	}
 	rep.Items = append(rep.Items, talos, kubernetes)
 	if f, ok := metadataFinding(cfg); ok {
 		rep.Items = append(rep.Items, f)
 	}
+	rep.certificates(cfg, time.Now(), in.ExpiryWarning)
+	rep.orphans(ctx, in)
 	path, ok := phase.ClientFile(cfg, config.KubeconfigFile)
 	if !ok {
 		rep.Incomplete = append(rep.Incomplete, "no kubeconfig yet (has converge run?); no node versions known")
-		return finish(rep), nil
+		return rep.finish(), nil
 	}
 	kc, err := kube.Load(path, kube.Options{})
 	if err != nil {
 		rep.Incomplete = append(rep.Incomplete, err.Error())
-		return finish(rep), nil
+		return rep.finish(), nil
 	}
 	nodes, err := kc.Nodes(ctx)
 	if err != nil {
 		rep.Incomplete = append(rep.Incomplete, fmt.Sprintf("cluster unreachable; no node versions known: %v", err))
-		return finish(rep), nil
+		return rep.finish(), nil
 	}
 	seen := map[string]bool{}
 	for _, n := range nodes {
 		seen[n.Name] = true
-		rep.Items = append(rep.Items, nodeFinding(cfg, n))
+		item, node := nodeFinding(cfg, n)
+		rep.Items = append(rep.Items, item)
+		rep.Nodes = append(rep.Nodes, node)
 	}
 	for _, m := range cfg.Hostnames() {
 		if !seen[m.Hostname] {
 			rep.Incomplete = append(rep.Incomplete, fmt.Sprintf("%s is configured but not a Kubernetes node", m.Hostname))
 		}
 	}
-	return finish(rep), nil
+	return rep.finish(), nil
 }
 
-// newest describes the newest release of the pinned minor and overall, and
-// what needs attention.
-func newest(pinned string, versions []string) (observed, attention string) {
+// newest compares the pinned version with the releases: the newest
+// release of the pinned minor and overall. A pin that does not parse has
+// nothing to compare (ok false).
+func newest(name, pinned string, versions []string) (report.Component, bool) {
 	p, err := config.ParseVersion(pinned)
 	if err != nil {
-		return "", ""
+		return report.Component{}, false
 	}
 	latestPatch, latest := p, p
 	for _, s := range versions {
@@ -85,26 +92,46 @@ func newest(pinned string, versions []string) (observed, attention string) {
 			latest = v
 		}
 	}
-	observed = fmt.Sprintf("latest patch %s, latest %s", latestPatch, latest)
+	c := report.Component{
+		Component: name, Configured: pinned, LatestPatch: latestPatch.String(), Latest: latest.String(),
+		PatchAvailable: latestPatch.Compare(p) > 0,
+		MinorAvailable: latest.Major != p.Major || latest.Minor != p.Minor,
+	}
+	c.UpToDate = !c.PatchAvailable && !c.MinorAvailable
+	return c, true
+}
+
+// checkReport is the nodes phase's check report as it is made.
+type checkReport struct{ phase.Report }
+
+// addComponent records c and describes it in f.
+func (rep *checkReport) addComponent(f *phase.Finding, c report.Component) {
+	rep.Components = append(rep.Components, c)
+	f.Observed = fmt.Sprintf("latest patch %s, latest %s", c.LatestPatch, c.Latest)
 	var need []string
-	if latestPatch.Compare(p) > 0 {
-		need = append(need, "patch "+latestPatch.String()+" available")
+	if c.PatchAvailable {
+		need = append(need, "patch "+c.LatestPatch+" available")
 	}
-	if latest.Major != p.Major || latest.Minor != p.Minor {
-		need = append(need, "minor "+latest.MinorString()+" available")
+	if c.MinorAvailable {
+		v, _ := config.ParseVersion(c.Latest)
+		need = append(need, "minor "+v.MinorString()+" available")
 	}
-	return observed, strings.Join(need, ", ")
+	f.Attention = strings.Join(need, ", ")
 }
 
 // nodeFinding reports one node's running versions against the pins.
-func nodeFinding(cfg *config.Cluster, n kube.Node) phase.Finding {
+func nodeFinding(cfg *config.Cluster, n kube.Node) (phase.Finding, report.Node) {
 	f := phase.Finding{
 		Name:       "node " + n.Name,
 		Configured: fmt.Sprintf("talos %s, kubernetes %s", cfg.Talos.Version, cfg.Kubernetes.Version),
 		Observed:   fmt.Sprintf("talos %s, kubernetes %s", n.TalosVersion(), n.KubeletVersion),
 	}
+	node := report.Node{
+		Name: n.Name, Talos: n.TalosVersion(), Kubernetes: n.KubeletVersion, Cordoned: n.Unschedulable, Ready: n.Ready,
+		Drift: n.TalosVersion() != cfg.Talos.Version || n.KubeletVersion != cfg.Kubernetes.Version,
+	}
 	var need []string
-	if n.TalosVersion() != cfg.Talos.Version || n.KubeletVersion != cfg.Kubernetes.Version {
+	if node.Drift {
 		need = append(need, "drift")
 	}
 	if n.Unschedulable {
@@ -114,15 +141,16 @@ func nodeFinding(cfg *config.Cluster, n kube.Node) phase.Finding {
 		need = append(need, "not Ready")
 	}
 	f.Attention = strings.Join(need, ", ")
-	return f
+	return f, node
 }
 
-func finish(rep phase.Report) phase.Report {
+// finish decides OK: complete and nothing needs attention.
+func (rep *checkReport) finish() phase.Report {
 	rep.OK = len(rep.Incomplete) == 0
 	for _, it := range rep.Items {
 		if it.Attention != "" {
 			rep.OK = false
 		}
 	}
-	return rep
+	return rep.Report
 }
