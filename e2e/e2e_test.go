@@ -97,6 +97,8 @@ func TestScripts(t *testing.T) {
 			"replace":        cmdReplace,
 			"untrusted-tls":  cmdUntrustedTLS,
 			"build-example":  cmdBuildExample,
+			"certs-match":    cmdCertsMatch,
+			"textfile":       cmdTextfile,
 		},
 	})
 }
