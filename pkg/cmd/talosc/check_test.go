@@ -3,12 +3,16 @@ package talosc
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/talosc/talosc/pkg/config"
+	"github.com/talosc/talosc/pkg/report/reporttest"
 	"github.com/talosc/talosc/schema"
 )
 
@@ -66,5 +70,45 @@ func TestSchemaCheck(t *testing.T) {
 		if v.Properties[k] == nil {
 			t.Errorf("the check schema lacks %s", k)
 		}
+	}
+}
+
+// A check that cannot run its phases still writes the textfile: not ok,
+// incomplete for that reason (a monitor must not read the last good run).
+func TestCheckTextfileWhenThePhasesCannotRun(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s, _, _, _ := genericiooptions.NewTestIOStreams()
+	g := &Globals{
+		Streams: s,
+		Host:    Host{Self: filepath.Join(dir, "kubectl-talosc"), Environ: []string{"PATH="}}, // no tc-image anywhere
+		Dir:     dir,
+		Load: func(string, config.LoadOptions) (*config.Cluster, error) {
+			return &config.Cluster{Name: "demo", Dir: dir, Proxmox: &config.Proxmox{}}, nil
+		},
+	}
+	prom := filepath.Join(dir, "talosc.prom")
+	code, stderr := execute(t, newReportCommand(g, actionCheck, nil), "--textfile", prom)
+	if code != 1 || !strings.Contains(stderr, "tc-image not found") {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	f, err := os.Open(prom)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	got, err := reporttest.Parse(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[reporttest.Key("talosc_check_ok", "cluster", "demo")] != 0 || got[reporttest.Key("talosc_check_incomplete", "cluster", "demo")] != 1 {
+		t.Errorf("textfile says ok: %v", got)
+	}
+	var reason bool
+	for k := range got {
+		reason = reason || strings.HasPrefix(k, "talosc_check_incomplete_reason{") && strings.Contains(k, `section="talosc"`) && strings.Contains(k, "tc-image not found")
+	}
+	if !reason {
+		t.Errorf("no incomplete reason names the missing phase: %v", got)
 	}
 }
