@@ -45,13 +45,15 @@ func SectionOK(raw json.RawMessage) bool {
 }
 
 // Build makes the check report of doc, the document a check run ended
-// with. phases names the builtin phases; every other section is a plugin's.
-func Build(doc *state.Document, provider string, phases []string, now time.Time) *CheckReport {
+// with. plugins names the plugins; the other sections (the phases', the
+// front door's plan) report Findings.
+func Build(doc *state.Document, provider string, plugins []string, now time.Time) *CheckReport {
 	rep := &CheckReport{APIVersion: state.APIVersion, Kind: KindCheck, Cluster: doc.Cluster, Provider: provider, CheckedAt: now.UTC().Truncate(time.Second)}
 	rep.Sections, rep.Order, rep.OK = Sections(doc)
 	for _, name := range rep.Order {
 		sec := rep.Sections[name]
-		if !slices.Contains(phases, name) {
+		plugin := slices.Contains(plugins, name)
+		if plugin {
 			rep.Plugins = append(rep.Plugins, Plugin{Name: name, OK: sec.Status == state.StatusSucceeded && SectionOK(sec.Report)})
 		}
 		if sec.Status != state.StatusSucceeded {
@@ -59,7 +61,7 @@ func Build(doc *state.Document, provider string, phases []string, now time.Time)
 			continue
 		}
 		var f Findings
-		if len(sec.Report) > 0 && json.Unmarshal(sec.Report, &f) != nil && slices.Contains(phases, name) {
+		if len(sec.Report) > 0 && json.Unmarshal(sec.Report, &f) != nil && !plugin {
 			rep.Incomplete = append(rep.Incomplete, Reason{Section: name, Reason: "its report does not decode"})
 			rep.OK = false
 			continue
@@ -72,6 +74,9 @@ func Build(doc *state.Document, provider string, phases []string, now time.Time)
 		rep.Certificates = append(rep.Certificates, f.Certificates...)
 		if f.Orphans != nil {
 			rep.Orphans = f.Orphans
+		}
+		if f.Pending != nil {
+			rep.Pending = f.Pending
 		}
 	}
 	return rep

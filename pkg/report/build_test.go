@@ -31,6 +31,7 @@ func put(t *testing.T, doc *state.Document, name string, status state.Status, ou
 func TestBuild(t *testing.T) {
 	t.Parallel()
 	phases := []string{"image", "net", "nodes"}
+	plugins := []string{"argocd", "rancher", "absent"}
 	nodes := report.Findings{
 		OK:           false,
 		Incomplete:   []string{"kubernetes releases: timeout"},
@@ -45,6 +46,7 @@ func TestBuild(t *testing.T) {
 		ok         bool
 		plugins    []report.Plugin
 		incomplete []report.Reason
+		pending    int // -1: not planned
 	}{
 		{
 			name: "all ok",
@@ -56,6 +58,7 @@ func TestBuild(t *testing.T) {
 			},
 			ok:      true,
 			plugins: []report.Plugin{{Name: "argocd", OK: true}},
+			pending: -1,
 		},
 		{
 			name: "a phase needs attention, a plugin says no, another failed",
@@ -70,6 +73,15 @@ func TestBuild(t *testing.T) {
 				{Section: "nodes", Reason: "kubernetes releases: timeout"},
 				{Section: "argocd", Reason: "failed: hook timed out"},
 			},
+			pending: -1,
+		},
+		{
+			name: "the front door's plan section is no plugin: its pending actions count",
+			fill: func(d *state.Document) {
+				put(t, d, "nodes", state.StatusSucceeded, report.Findings{OK: true}, nil)
+				put(t, d, "plan", state.StatusSucceeded, map[string]any{"ok": false, "pending": 2, "complete": true, "actions": []any{map[string]any{"kind": "vm"}}}, nil)
+			},
+			pending: 2,
 		},
 		{
 			name: "a phase whose report does not decode",
@@ -77,6 +89,7 @@ func TestBuild(t *testing.T) {
 				put(t, d, "nodes", state.StatusSucceeded, map[string]any{"ok": true, "items": "not a list"}, nil)
 			},
 			incomplete: []report.Reason{{Section: "nodes", Reason: "its report does not decode"}},
+			pending:    -1,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -84,7 +97,7 @@ func TestBuild(t *testing.T) {
 			doc := state.New("c", "check")
 			tc.fill(doc)
 			now := time.Date(2027, 1, 1, 12, 0, 0, 500, time.FixedZone("x", 3600))
-			rep := report.Build(doc, "proxmox", phases, now)
+			rep := report.Build(doc, "proxmox", plugins, now)
 			if rep.OK != tc.ok {
 				t.Errorf("ok %v, want %v", rep.OK, tc.ok)
 			}
@@ -93,6 +106,9 @@ func TestBuild(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.incomplete, rep.Incomplete); diff != "" {
 				t.Errorf("incomplete (-want +got):\n%s", diff)
+			}
+			if (tc.pending < 0) != (rep.Pending == nil) || rep.Pending != nil && *rep.Pending != tc.pending {
+				t.Errorf("pending %v, want %d", rep.Pending, tc.pending)
 			}
 			if rep.APIVersion != state.APIVersion || rep.Kind != "CheckReport" || rep.Cluster != "c" || !rep.CheckedAt.Equal(now.Truncate(time.Second)) || rep.CheckedAt.Location() != time.UTC {
 				t.Errorf("envelope %s %s %s %v", rep.APIVersion, rep.Kind, rep.Cluster, rep.CheckedAt)
@@ -104,7 +120,7 @@ func TestBuild(t *testing.T) {
 	}
 	doc := state.New("c", "check")
 	put(t, doc, "nodes", state.StatusSucceeded, nodes, nil)
-	rep := report.Build(doc, "proxmox", phases, time.Now())
+	rep := report.Build(doc, "proxmox", plugins, time.Now())
 	if diff := cmp.Diff(nodes.Components, rep.Components); diff != "" || len(rep.Nodes) != 1 || len(rep.Certificates) != 1 || rep.Orphans == nil || len(rep.Orphans.Found) != 1 {
 		t.Errorf("the nodes findings are not carried: %+v %s", rep, diff)
 	}

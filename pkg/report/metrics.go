@@ -84,9 +84,13 @@ func families(rep *CheckReport) []*family {
 	if rep.Orphans != nil && rep.Orphans.Done {
 		orphans.add(float64(len(rep.Orphans.Found)))
 	}
+	pending := &family{name: "pending_actions", help: "How many actions converge would take; absent when check did not plan (no provider credentials)."}
+	if rep.Pending != nil {
+		pending.add(float64(*rep.Pending))
+	}
 	at := &family{name: "check_timestamp_seconds", help: "When the check ran, in seconds since the Unix epoch."}
 	at.add(float64(rep.CheckedAt.Unix()))
-	return []*family{ok, incomplete, reasons, upToDate, drift, cordoned, ready, plugins, expiry, orphans, at}
+	return []*family{ok, incomplete, reasons, upToDate, drift, cordoned, ready, plugins, expiry, orphans, pending, at}
 }
 
 func bit(b bool) float64 {

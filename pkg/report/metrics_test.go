@@ -13,6 +13,7 @@ import (
 // fullReport is a check that needs attention everywhere, with label values
 // that need escaping.
 func fullReport() *report.CheckReport {
+	pending := 3
 	return &report.CheckReport{
 		Cluster:   `pro"d\1`,
 		CheckedAt: time.Unix(1_800_000_000, 0),
@@ -28,6 +29,7 @@ func fullReport() *report.CheckReport {
 		Plugins:      []report.Plugin{{Name: "rancher", OK: false}, {Name: "argocd", OK: true}},
 		Certificates: []report.Certificate{{Name: "kubeconfig", NotAfter: time.Unix(1_831_536_000, 0)}, {Name: "etcd-ca", NotAfter: time.Unix(2_115_000_000, 0)}},
 		Orphans:      &report.OrphanCheck{Done: true, Found: []report.Orphan{{Kind: "vm", Hostname: "c-worker-3"}}},
+		Pending:      &pending,
 	}
 }
 
@@ -61,6 +63,7 @@ func TestMetricsParseWithPrometheusParser(t *testing.T) {
 		key("talosc_certificate_expiry_timestamp_seconds", "certificate", "kubeconfig"):                                       1_831_536_000,
 		key("talosc_certificate_expiry_timestamp_seconds", "certificate", "etcd-ca"):                                          2_115_000_000,
 		key("talosc_orphans"):                 1,
+		key("talosc_pending_actions"):         3,
 		key("talosc_check_timestamp_seconds"): 1_800_000_000,
 	}
 	for k, v := range want {
@@ -104,6 +107,9 @@ func TestMetricsLeaveOutWhatWasNotObserved(t *testing.T) {
 			}
 			if _, has := got[reporttest.Key("talosc_up_to_date", "cluster", "c", "component", "talos")]; has {
 				t.Errorf("an unread component has a series")
+			}
+			if _, has := got[reporttest.Key("talosc_pending_actions", "cluster", "c")]; has {
+				t.Errorf("a check that did not plan has a pending count")
 			}
 		})
 	}

@@ -33,6 +33,9 @@ type Findings struct {
 	Certificates []Certificate `json:"certificates,omitempty"`
 	// Orphans is the orphan search; nil when the phase does not look.
 	Orphans *OrphanCheck `json:"orphans,omitempty"`
+	// Pending is how many actions converge would take (the front door's
+	// plan section); nil when nothing planned.
+	Pending *int `json:"pending,omitempty"`
 }
 
 // Item is one line of a check report.
@@ -125,6 +128,9 @@ type CheckReport struct {
 	Certificates []Certificate `json:"certificates,omitempty"`
 	// Orphans is the nodes phase's orphan search; nil when it did not run.
 	Orphans *OrphanCheck `json:"orphans,omitempty"`
+	// Pending is how many actions converge would take; nil when check did
+	// not plan (it plans only when the provider credentials load).
+	Pending *int `json:"pending,omitempty"`
 	// Sections are every phase's and plugin's report as it wrote it.
 	Sections map[string]Section `json:"sections"`
 	// Order is the sections' run order.

@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/talosc/talosc/pkg/cli"
-	"github.com/talosc/talosc/pkg/phase"
 	"github.com/talosc/talosc/pkg/report"
 	"github.com/talosc/talosc/pkg/state"
 )
@@ -31,7 +30,7 @@ func (o *ReportOptions) phaseArgs() []string {
 // writes the textfile, and exits 1 unless everything is up to date and the
 // check was complete.
 func (o *ReportOptions) check(s *session, doc *state.Document) error {
-	rep := report.Build(doc, s.cfg.Provider(), phase.Names(), time.Now())
+	rep := report.Build(doc, s.cfg.Provider(), s.pluginNames(), time.Now())
 	rep.Cluster = s.cfg.Name
 	textErr := o.writeTextfile(rep)
 	if done, err := writeStructured(s.g.Streams.Out, o.Output, rep); done {
@@ -57,10 +56,19 @@ func (o *ReportOptions) checkFailed(s *session, err error) error {
 	if o.Action != actionCheck {
 		return err
 	}
-	rep := report.Build(state.New(s.cfg.Name, actionCheck), s.cfg.Provider(), phase.Names(), time.Now())
+	rep := report.Build(state.New(s.cfg.Name, actionCheck), s.cfg.Provider(), nil, time.Now())
 	rep.OK = false
 	rep.Incomplete = []report.Reason{{Section: "talosc", Reason: err.Error()}}
 	return errors.Join(err, o.writeTextfile(rep))
+}
+
+// pluginNames are the discovered plugins' names (their sections').
+func (s *session) pluginNames() []string {
+	names := make([]string, len(s.plugins))
+	for i, p := range s.plugins {
+		names[i] = p.Name
+	}
+	return names
 }
 
 func (o *ReportOptions) writeTextfile(rep *report.CheckReport) error {
