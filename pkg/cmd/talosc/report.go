@@ -22,7 +22,7 @@ type ReportOptions struct {
 	Globals *Globals
 	Action  string
 	Output  string
-	// Textfile and ExpiryWarning are check's (checkflags.go).
+	// Textfile and ExpiryWarning are check's (check.go).
 	Textfile      string
 	ExpiryWarning time.Duration
 }
