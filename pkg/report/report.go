@@ -44,6 +44,8 @@ type Item struct {
 	Configured string `json:"configured,omitempty"`
 	Observed   string `json:"observed,omitempty"`
 	Attention  string `json:"attention,omitempty"`
+	// Fix is what fixes what needs attention (a command, an edit).
+	Fix string `json:"fix,omitempty"`
 }
 
 // Component is a pinned component (talos, kubernetes) against its

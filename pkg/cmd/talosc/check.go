@@ -9,6 +9,7 @@ import (
 	"github.com/talosc/talosc/pkg/cli"
 	"github.com/talosc/talosc/pkg/report"
 	"github.com/talosc/talosc/pkg/state"
+	"github.com/talosc/talosc/pkg/ui"
 )
 
 // addCheckFlags adds check's flags for monitoring.
@@ -37,8 +38,8 @@ func (o *ReportOptions) check(s *session, doc *state.Document) error {
 		if err != nil {
 			return errors.Join(err, textErr)
 		}
-	} else if err := s.printReport(Report{Cluster: rep.Cluster, Provider: rep.Provider, OK: &rep.OK, Sections: rep.Sections, Order: rep.Order}, o.Output); err != nil {
-		return errors.Join(err, textErr)
+	} else {
+		printCheck(s.g.Streams.Out, ui.New(s.g.Streams.Out, s.g.Host.Environ), rep, s.g.Dir)
 	}
 	if textErr != nil {
 		return textErr

@@ -2,7 +2,6 @@ package talosc
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -42,17 +41,16 @@ func newReportCommand(g *Globals, action string, runF func(context.Context, *Rep
 		return cmd
 	}
 	cmd.Short = "Report what needs attention: versions, drift, cordons, plugins (for cron)"
-	cmd.Long = "check compares the pinned versions with upstream and with the running nodes and\nasks every configured plugin. It needs no provider credentials. It exits 0 only\nwhen everything is up to date and the check was complete, 1 otherwise.\n\n" + cli.ExitCodesHelp
+	cmd.Long = "check compares the pinned versions with upstream and with the running nodes,\nreports certificate expiry and asks every configured plugin; text output is a\ntable of findings and what fixes each. It needs no provider credentials; when\nthey load it also looks for orphaned machines and plans (a dry run) what\nconverge would do. It exits 0 only when everything is up to date and the check\nwas complete, 1 otherwise.\n\n" + cli.ExitCodesHelp
 	cmd.Example = "  # From cron: mail when something needs attention\n  kubectl talosc check -C /srv/clusters/prod || mail -s 'prod needs attention' ops"
 	addCheckFlags(cmd, o)
 	return cmd
 }
 
-// Report is what status and check print with -o json|yaml.
+// Report is what status prints with -o json|yaml.
 type Report struct {
 	Cluster  string                   `json:"cluster"`
 	Provider string                   `json:"provider"`
-	OK       *bool                    `json:"ok,omitempty"`
 	Sections map[string]ReportSection `json:"sections"`
 	Order    []string                 `json:"order"`
 }
@@ -99,42 +97,13 @@ func buildReport(s *session, doc *state.Document) Report {
 	return rep
 }
 
+// printReport prints status: -o json|yaml the report, text the view.
 func (s *session) printReport(rep Report, output string) error {
 	w := s.g.Streams.Out
 	if done, err := writeStructured(w, output, rep); done {
 		return err
 	}
-	if rep.OK == nil {
-		printStatus(w, ui.New(w, s.g.Host.Environ), rep, s.cfg, s.g.Dir)
-		return nil
-	}
-	fmt.Fprintf(w, "cluster: %s\nprovider: %s\n", rep.Cluster, rep.Provider)
-	for _, name := range rep.Order {
-		sec := rep.Sections[name]
-		fmt.Fprintf(w, "\n%s: %s\n", name, sec.Status)
-		if len(sec.Report) > 0 {
-			var v any
-			if json.Unmarshal(sec.Report, &v) == nil {
-				var b strings.Builder
-				if err := writeYAML(&b, v); err == nil {
-					writeIndented(w, b.String())
-				}
-			}
-		}
-		for _, m := range sec.Messages {
-			fmt.Fprintf(w, "  note: %s\n", m)
-		}
-		if sec.Error != "" {
-			fmt.Fprintf(w, "  error: %s\n", sec.Error)
-		}
-	}
-	if rep.OK != nil {
-		verdict := "everything is up to date"
-		if !*rep.OK {
-			verdict = "needs attention"
-		}
-		fmt.Fprintf(w, "\ncheck: %s\n", verdict)
-	}
+	printStatus(w, ui.New(w, s.g.Host.Environ), rep, s.cfg, s.g.Dir)
 	return nil
 }
 

@@ -65,7 +65,7 @@ func (rep *checkReport) certificate(c report.Certificate, pem []byte, err error,
 	rep.Certificates = append(rep.Certificates, c)
 	item := phase.Finding{Name: "certificate " + c.Name, Observed: fmt.Sprintf("expires %s (%d days left)", c.NotAfter.Format(time.RFC3339), c.DaysLeft)}
 	if c.Attention != "" {
-		item.Attention = c.Attention + "; " + c.Renew
+		item.Attention, item.Fix = c.Attention, c.Renew
 	}
 	rep.Items = append(rep.Items, item)
 }

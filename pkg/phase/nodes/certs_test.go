@@ -96,8 +96,8 @@ func TestCertificatesWarnWithTheRenewal(t *testing.T) {
 		if strings.HasSuffix(it.Name, "-ca") {
 			want = "talosc cannot renew a cluster CA"
 		}
-		if !strings.Contains(it.Attention, "expires in") || !strings.Contains(it.Attention, want) {
-			t.Errorf("%s: attention %q, want the expiry and %q", it.Name, it.Attention, want)
+		if !strings.Contains(it.Attention, "expires in") || !strings.Contains(it.Fix, want) {
+			t.Errorf("%s: attention %q, fix %q, want the expiry and %q", it.Name, it.Attention, it.Fix, want)
 		}
 	}
 }

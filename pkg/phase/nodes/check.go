@@ -117,6 +117,20 @@ func (rep *checkReport) addComponent(f *phase.Finding, c report.Component) {
 		need = append(need, "minor "+v.MinorString()+" available")
 	}
 	f.Attention = strings.Join(need, ", ")
+	f.Fix = componentFix(c)
+}
+
+// componentFix is how a pinned component that is behind is brought up:
+// the newest patch of the pinned minor first, else the next minor.
+func componentFix(c report.Component) string {
+	key := c.Component + ".version"
+	switch {
+	case c.PatchAvailable:
+		return fmt.Sprintf("set %s: %s in cluster.yaml, then kubectl talosc plan and converge", key, c.LatestPatch)
+	case c.MinorAvailable:
+		return fmt.Sprintf("raise %s towards %s in cluster.yaml (kubectl talosc plan shows the rollout), then converge", key, c.Latest)
+	}
+	return ""
 }
 
 // nodeFinding reports one node's running versions against the pins.
@@ -141,7 +155,27 @@ func nodeFinding(cfg *config.Cluster, n kube.Node) (phase.Finding, report.Node) 
 		need = append(need, "not Ready")
 	}
 	f.Attention = strings.Join(need, ", ")
+	f.Fix = nodeFix(n.Name, node)
 	return f, node
+}
+
+// nodeFix is what brings a node back in line: converge rolls the pinned
+// versions out and lifts leftover cordons; a node that is not Ready
+// needs a look first.
+func nodeFix(name string, n report.Node) string {
+	var fix []string
+	switch {
+	case n.Drift && n.Cordoned:
+		fix = append(fix, "kubectl talosc converge (rolls the pinned versions out, lifts the cordon)")
+	case n.Drift:
+		fix = append(fix, "kubectl talosc converge (rolls the pinned versions out)")
+	case n.Cordoned:
+		fix = append(fix, "kubectl talosc converge (lifts the leftover cordon)")
+	}
+	if !n.Ready {
+		fix = append([]string{"look at the node first: kubectl describe node " + name + " (converge refuses to roll out onto an unhealthy cluster)"}, fix...)
+	}
+	return strings.Join(fix, "; then ")
 }
 
 // finish decides OK: complete and nothing needs attention.

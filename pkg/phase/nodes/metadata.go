@@ -35,8 +35,8 @@ func metadataFinding(cfg *config.Cluster) (phase.Finding, bool) {
 	switch cni, from := cniName(cfg); cni {
 	case "flannel":
 		f.Observed = "CNI flannel (" + from + "), which does not enforce NetworkPolicy"
-		f.Attention = "any pod can read the machine configs (cluster CA keys on control planes) at " + manifests.MetadataAddress +
-			"; use a CNI that enforces NetworkPolicy: set cluster.network.cni.name: none in talos.config_patches and install Cilium or Calico"
+		f.Attention = "any pod can read the machine configs (cluster CA keys on control planes) at " + manifests.MetadataAddress
+		f.Fix = "use a CNI that enforces NetworkPolicy: set cluster.network.cni.name: none in talos.config_patches and install Cilium or Calico"
 	default:
 		f.Observed = fmt.Sprintf("CNI %s (%s): the policy holds only if it enforces NetworkPolicy, which talosc cannot see; pods on the host network are never covered", cni, from)
 	}

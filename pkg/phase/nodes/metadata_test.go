@@ -45,8 +45,8 @@ func TestMetadataFinding(t *testing.T) {
 			if got := f.Attention != ""; got != tc.attention {
 				t.Errorf("attention %q, want set=%v", f.Attention, tc.attention)
 			}
-			if tc.attention && !strings.Contains(f.Attention, "use a CNI that enforces NetworkPolicy") {
-				t.Errorf("attention %q names no fix", f.Attention)
+			if tc.attention && !strings.Contains(f.Fix, "use a CNI that enforces NetworkPolicy") {
+				t.Errorf("attention %q with fix %q names no fix", f.Attention, f.Fix)
 			}
 		})
 	}

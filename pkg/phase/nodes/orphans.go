@@ -39,7 +39,8 @@ func (rep *checkReport) orphans(ctx context.Context, in *phase.Input) {
 		rep.Items = append(rep.Items, phase.Finding{
 			Name:      fmt.Sprintf("orphan %s %s", o.Kind, o.Hostname),
 			Observed:  fmt.Sprintf("id %s, status %s", o.ID, o.Status),
-			Attention: "owned by the cluster but not a desired machine (a crashed run's leftover or a pending scale-down): kubectl talosc converge removes it (it asks first)",
+			Attention: "owned by the cluster but not a desired machine (a crashed run's leftover or a pending scale-down)",
+			Fix:       "kubectl talosc converge removes it (it asks first)",
 		})
 	}
 	if len(oc.Found) == 0 {
