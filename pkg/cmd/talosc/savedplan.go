@@ -84,11 +84,13 @@ func failure(r runResult) string {
 }
 
 // confirmedByPlan accepts a phase's confirmation question only when the
-// saved plan removes exactly the nodes it asks about.
+// saved plan removes exactly the nodes it asks about (its deletions that
+// remove a node or its etcd member; a boot ISO deleted is no removal).
 func confirmedByPlan(saved planfile.Document, names []string) error {
 	var removed []string
 	for _, a := range saved.Actions {
-		if a.Action == state.ActionDelete && a.Node != "" && !slices.Contains(removed, a.Node) {
+		removal := a.Disruption == state.DisruptionRemove || a.Disruption == state.DisruptionEtcdMembership
+		if a.Action == state.ActionDelete && removal && a.Node != "" && !slices.Contains(removed, a.Node) {
 			removed = append(removed, a.Node)
 		}
 	}
