@@ -94,9 +94,10 @@ func retryBootstrap(err error) bool {
 	case codes.FailedPrecondition, codes.Unavailable:
 		return true
 	}
-	// A lost answer: asked again, a node that did bootstrap answers that
-	// it already is.
-	return answerLost(err)
+	// A lost answer (apid's DeadlineExceeded, or the attempt's own bound
+	// running out on a call that hung): asked again, a node that did
+	// bootstrap answers that it already is.
+	return answerLost(err) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // Kubeconfig returns an admin kubeconfig from node, which must be a real
