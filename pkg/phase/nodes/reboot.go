@@ -60,18 +60,43 @@ func (r *run) restartOp(m config.Machine) (op, bool) {
 	if !ok {
 		return op{}, false
 	}
+	// before is the node's boot id ahead of the restart: the restart is
+	// settled only by a new one (a node still answering from before its
+	// restart took effect proves nothing). A node whose boot id cannot be
+	// read was not answering; it is settled by answering again.
+	var before string
 	return op{host: m.Hostname, controlPlane: m.Role == config.RoleControlPlane, actions: []action{{
 		provider: func(ctx context.Context) error {
 			if !r.in.DryRun {
 				r.in.Out.Info("restarting %s to apply its pending sizing or NIC changes", m.Hostname)
+				before = r.bootID(ctx, m)
 			}
 			return r.cloud.RestartMachine(ctx, r.cfg, machine, r.plan)
 		},
 		then: func(ctx context.Context) error {
-			if err := r.nodeBack(ctx, m, "", 0); err != nil {
+			if err := r.nodeBack(ctx, m, before, r.scaled(settleGrace)); err != nil {
 				return fmt.Errorf("cluster unhealthy after rebooting %s; stopping the rollout: %w", m.Hostname, err)
 			}
 			return nil
 		},
 	}}}, true
+}
+
+// bootID is m's boot id, "" when it cannot be read (the node is down, or
+// has no address yet).
+func (r *run) bootID(ctx context.Context, m config.Machine) string {
+	addr, ok := r.obs.address(m.Hostname)
+	if !ok {
+		return ""
+	}
+	c, _, err := r.obs.talosSession(ctx)
+	if err != nil {
+		return ""
+	}
+	id, err := c.BootID(ctx, addr)
+	if err != nil {
+		r.in.Out.Info("%s: boot id not read (%v); its restart is settled by its Talos API answering again", m.Hostname, err)
+		return ""
+	}
+	return id
 }

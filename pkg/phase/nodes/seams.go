@@ -32,6 +32,7 @@ type talosAPI interface {
 	Schematic(ctx context.Context, node string) (string, error)
 	Upgrade(ctx context.Context, node, installer string, progress func(string)) error
 	Reboot(ctx context.Context, node string) (previousBootID string, err error)
+	BootID(ctx context.Context, node string) (string, error)
 	Close() error
 	PullImage(ctx context.Context, node, ref string, system bool) error
 	ConfigVersion(ctx context.Context, node, component string) (uint64, error)
