@@ -148,7 +148,7 @@ func (r *run) probe(ctx context.Context) (bool, error) {
 
 // markUp records an up cluster and lists its nodes.
 func (r *run) markUp(ctx context.Context) {
-	r.out.Up, r.out.Bootstrapped = true, true
+	r.out.Up, r.out.Bootstrapped, r.upAtDiscover = true, true, true
 	r.obs.refreshNodes(ctx)
 }
 

@@ -37,7 +37,7 @@ func (r *run) roles() nodeRoles {
 func (r *run) classified(changes []state.Change) []state.Change {
 	roles := r.roles()
 	for i := range changes {
-		changes[i] = classify(changes[i], roles, r.out.Up)
+		changes[i] = classify(changes[i], roles, r.upAtDiscover)
 	}
 	return changes
 }

@@ -51,6 +51,10 @@ type run struct {
 	// never started) and none showed that etcd ran; the bootstrap asks
 	// them all again once they run.
 	etcdAtBootstrap bool
+	// upAtDiscover: the cluster was up when the run started (a new
+	// control plane then joins a running etcd; on a first build it does
+	// not disturb anything).
+	upAtDiscover bool
 }
 
 func newRun(in *phase.Input, cloud provider.Cloud) *run {

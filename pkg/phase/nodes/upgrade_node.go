@@ -28,16 +28,20 @@ func (r *run) rebootInto(ctx context.Context, u talosUpgrade) error {
 	}
 	r.in.Out.Info("rebooting %s into %s", m.Hostname, u.to)
 	prev, err := c.Reboot(ctx, u.address)
-	if errors.Is(err, talosapi.ErrAnswerLost) {
+	for attempt := 1; errors.Is(err, talosapi.ErrAnswerLost); attempt++ {
 		// It may be rebooting: a boot ID that changes within the settle
 		// grace says so; one that does not, that the request never
-		// arrived, so it is asked again.
-		if werr := c.WaitRebooted(ctx, u.address, prev, r.scaled(settleGrace), r.scaled(settlePoll), r.waiting(m.Hostname)); werr != nil {
-			r.in.Out.Warn("%s: the answer to its reboot was lost and it did not reboot (%v); asking again", m.Hostname, werr)
-			prev, err = c.Reboot(ctx, u.address)
-		} else {
+		// arrived, so it is asked again, up to rebootAttempts times.
+		werr := c.WaitRebooted(ctx, u.address, prev, r.scaled(settleGrace), r.scaled(settlePoll), r.waiting(m.Hostname))
+		if werr == nil {
 			err = nil
+			break
 		}
+		if attempt == rebootAttempts {
+			break
+		}
+		r.in.Out.Warn("%s: the answer to its reboot was lost and it did not reboot (%v); asking again", m.Hostname, werr)
+		prev, err = c.Reboot(ctx, u.address)
 	}
 	if err != nil {
 		return fmt.Errorf("reboot of %s: %w", m.Hostname, err)
@@ -83,6 +87,11 @@ func (r *run) installedImage(ctx context.Context, c talosAPI, u talosUpgrade) er
 
 // installAttempts bounds how often one node's installer is asked for
 // when its answers are lost.
+// rebootAttempts is how often a reboot whose answer was lost and that
+// did not happen is asked for (a request refused on the way, as a 503 of
+// a proxy, reaches nothing).
+const rebootAttempts = 3
+
 const installAttempts = 3
 
 // install runs the node's installer, again when an answer was lost:

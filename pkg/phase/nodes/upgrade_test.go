@@ -339,6 +339,27 @@ func TestTalosUpgradeLostAnswers(t *testing.T) {
 	}
 }
 
+// Reboot requests refused on the way twice in a row (CI's 5 % of 503s
+// did that to a reinstall) are asked for a third time; a reboot lost
+// every time fails the rollout, never reads as done.
+func TestTalosUpgradeRebootLostRepeatedly(t *testing.T) {
+	t.Parallel()
+	r, f := upgradeRun(t, false, nil)
+	f.lostReboots = rebootAttempts - 1
+	if err := r.execute(t.Context(), upgradeRollout(), upgradeOps(r)[:1]); err != nil {
+		t.Fatal(err)
+	}
+	if f.boots["t-controlplane-01"] != 1 {
+		t.Errorf("rebooted %d times, want once", f.boots["t-controlplane-01"])
+	}
+	r, f = upgradeRun(t, false, nil)
+	f.lostReboots = rebootAttempts
+	err := r.execute(t.Context(), upgradeRollout(), upgradeOps(r)[:1])
+	if err == nil || !errors.Is(err, talosapi.ErrAnswerLost) || f.boots["t-controlplane-01"] != 0 {
+		t.Errorf("every reboot lost: err %v, %d boots; want the lost answer, no boot", err, f.boots["t-controlplane-01"])
+	}
+}
+
 // A guard that cannot decide refuses: an unreadable etcd member list
 // refuses a control-plane upgrade, and a node whose schematic cannot be
 // read refuses the run (whether it needs an upgrade is unknown).
