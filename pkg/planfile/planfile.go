@@ -21,8 +21,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/talosc/talosc/pkg/atomicfile"
 	"github.com/talosc/talosc/pkg/state"
-	"github.com/talosc/talosc/pkg/talos/identity"
 )
 
 // Kind is the document kind; its apiVersion is state.APIVersion.
@@ -186,13 +186,14 @@ func Read(path string) (Document, error) {
 	return d, nil
 }
 
-// Write saves d to path atomically (0600, though it holds no secret).
+// Write saves d to path atomically, 0644: it holds no secret, and a
+// reviewer reads it.
 func Write(path string, d Document) error {
 	data, err := json.MarshalIndent(d, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode the plan: %w", err)
 	}
-	if err := identity.ReplaceFile(path, append(data, '\n')); err != nil {
+	if err := atomicfile.Write(path, append(data, '\n'), atomicfile.Options{Mode: 0o644, Replace: true}); err != nil {
 		return fmt.Errorf("save the plan: %w", err)
 	}
 	return nil

@@ -3,8 +3,8 @@
 // prints (CheckReport, published as schema/check.schema.json), and the
 // same findings as Prometheus metrics for node-exporter's textfile
 // collector (WriteMetrics, WriteTextfile). It imports only the state
-// contract and the standard library, so plugins and the schema generator
-// can use it.
+// contract, atomicfile and the standard library, so plugins and the
+// schema generator can use it.
 package report
 
 import (
