@@ -62,14 +62,17 @@ func (r *run) restartOp(m config.Machine) (op, bool) {
 	}
 	// before is the node's boot id ahead of the restart: the restart is
 	// settled only by a new one (a node still answering from before its
-	// restart took effect proves nothing). A node whose boot id cannot be
-	// read was not answering; it is settled by answering again.
+	// restart took effect proves nothing). A machine the provider reports
+	// stopped is started, and settled by answering.
 	var before string
 	return op{host: m.Hostname, controlPlane: m.Role == config.RoleControlPlane, actions: []action{{
 		provider: func(ctx context.Context) error {
 			if !r.in.DryRun {
+				var err error
+				if before, err = r.bootIDBefore(ctx, m, machine.Status); err != nil {
+					return err
+				}
 				r.in.Out.Info("restarting %s to apply its pending sizing or NIC changes", m.Hostname)
-				before = r.bootID(ctx, m)
 			}
 			return r.cloud.RestartMachine(ctx, r.cfg, machine, r.plan)
 		},
@@ -82,21 +85,31 @@ func (r *run) restartOp(m config.Machine) (op, bool) {
 	}}}, true
 }
 
-// bootID is m's boot id, "" when it cannot be read (the node is down, or
-// has no address yet).
-func (r *run) bootID(ctx context.Context, m config.Machine) string {
+// bootIDBefore is m's boot id before its restart; "" for a machine the
+// provider reports stopped. A running machine whose boot id cannot be
+// read is not restarted: its restart could not be told from its old boot
+// still answering.
+func (r *run) bootIDBefore(ctx context.Context, m config.Machine, status string) (string, error) {
+	if stoppedMachine(status) {
+		return "", nil
+	}
 	addr, ok := r.obs.address(m.Hostname)
 	if !ok {
-		return ""
+		return "", fmt.Errorf("no address known for %s: its restart could not be told; not restarting it", m.Hostname)
 	}
 	c, _, err := r.obs.talosSession(ctx)
 	if err != nil {
-		return ""
+		return "", err
 	}
 	id, err := c.BootID(ctx, addr)
 	if err != nil {
-		r.in.Out.Info("%s: boot id not read (%v); its restart is settled by its Talos API answering again", m.Hostname, err)
-		return ""
+		return "", fmt.Errorf("the boot id of %s (provider status %q) could not be read, so its restart could not be told from its old boot: not restarting it: %w", m.Hostname, status, err)
 	}
-	return id
+	return id, nil
+}
+
+// stoppedMachine reports a provider status of a machine that is not
+// running (Proxmox "stopped", OpenStack "SHUTOFF").
+func stoppedMachine(status string) bool {
+	return strings.EqualFold(status, "stopped") || strings.EqualFold(status, "SHUTOFF")
 }

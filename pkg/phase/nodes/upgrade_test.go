@@ -36,7 +36,7 @@ type upgradeTalos struct {
 	// lostReboots that many reboots as lost (having done none).
 	lostInstalls, lostReboots int
 	boots                     map[string]int
-	// unknown fails every Schematic and EtcdMembers call.
+	// unknown fails every Schematic, EtcdMembers and BootID call.
 	unknown error
 }
 
@@ -77,6 +77,15 @@ func (f *upgradeTalos) Reboot(_ context.Context, node string) (string, error) {
 		f.nodes[host] = v
 	}
 	return prev, nil
+}
+
+func (f *upgradeTalos) BootID(_ context.Context, node string) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.unknown != nil {
+		return "", f.unknown
+	}
+	return fmt.Sprint(f.boots[f.names[node]]), nil
 }
 
 func (f *upgradeTalos) WaitRebooted(_ context.Context, node, previous string, _, _ time.Duration, _ func(time.Duration)) error {
@@ -382,5 +391,26 @@ func TestTalosUpgradeUnknownRefuses(t *testing.T) {
 	}
 	if len(r.obs.running) != 0 {
 		t.Errorf("readRunning recorded %v for nodes it could not read", r.obs.running)
+	}
+}
+
+// A restart is settled by a new boot id: a running machine whose boot id
+// cannot be read is not restarted (unknown never reads as "it will be
+// seen rebooting"); a stopped one needs none.
+func TestRestartNeedsTheBootIDOfARunningMachine(t *testing.T) {
+	t.Parallel()
+	r, f := upgradeRun(t, false, nil)
+	m := r.desired[0]
+	if id, err := r.bootIDBefore(t.Context(), m, "running"); err != nil || id != "0" {
+		t.Errorf("running, readable: %q, %v; want its boot id", id, err)
+	}
+	f.unknown = errors.New("rpc error: code = Unavailable")
+	if _, err := r.bootIDBefore(t.Context(), m, "running"); err == nil || !strings.Contains(err.Error(), "not restarting it") {
+		t.Errorf("running, unreadable: %v; want a refusal", err)
+	}
+	for _, stopped := range []string{"stopped", "SHUTOFF"} {
+		if id, err := r.bootIDBefore(t.Context(), m, stopped); err != nil || id != "" {
+			t.Errorf("%s: %q, %v; want no boot id and no refusal", stopped, id, err)
+		}
 	}
 }
