@@ -5,9 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/planfile"
-	"github.com/talosc/talosc/pkg/plugin"
 	"github.com/talosc/talosc/pkg/state"
 	"github.com/talosc/talosc/pkg/ui"
 )
@@ -34,11 +32,7 @@ type planReport struct {
 // node, on the Talos each runs. Without credentials check plans nothing
 // and says so (check needs none).
 func (s *session) checkPlan(ctx context.Context, doc *state.Document) {
-	load := s.g.Load
-	if load == nil {
-		load = config.Load
-	}
-	if _, err := load(s.dir, config.LoadOptions{PluginSections: plugin.Sections(s.plugins), NeedCredentials: true}); err != nil {
+	if _, err := s.load(loadCredentials); err != nil {
 		s.out.Info("pending changes not looked for (that needs the provider credentials, check does not): %v", err)
 		return
 	}

@@ -103,15 +103,7 @@ func (g *Globals) open(ctx context.Context, mode loadMode) (*session, error) {
 		}
 	}
 	if mode != loadNone {
-		load := g.Load
-		if load == nil {
-			load = config.Load
-		}
-		s.cfg, err = load(dir, config.LoadOptions{
-			PluginSections:    plugin.Sections(s.plugins),
-			NeedCredentials:   mode == loadCredentials,
-			MissingIncludesOK: mode == loadNoCredentials,
-		})
+		s.cfg, err = s.load(mode)
 		if err != nil {
 			return nil, cli.Usage(err)
 		}
@@ -121,6 +113,19 @@ func (g *Globals) open(ctx context.Context, mode loadMode) (*session, error) {
 	}
 	s.env = s.childEnv()
 	return s, nil
+}
+
+// load loads cluster.yaml of the session's directory in mode.
+func (s *session) load(mode loadMode) (*config.Cluster, error) {
+	load := s.g.Load
+	if load == nil {
+		load = config.Load
+	}
+	return load(s.dir, config.LoadOptions{
+		PluginSections:    plugin.Sections(s.plugins),
+		NeedCredentials:   mode == loadCredentials,
+		MissingIncludesOK: mode == loadNoCredentials,
+	})
 }
 
 // besideDir is the directory of the executable self, or "" when unknown.
