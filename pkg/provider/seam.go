@@ -38,6 +38,32 @@ import (
 //     a security group rule, which has neither, is found by its content
 //     in the cluster's own group. The Proxmox provider documents its own.
 //
+// A late create. A real service keeps working on a request after its
+// client gave up: nova-api, neutron-server or pveproxy with every worker
+// busy, a Proxmox task queue, Rancher. The resource then appears seconds
+// after the lost answer, so "not found" right after it is no evidence.
+// The settle looks again (AwaitLate) for LateWindow(the request timeout):
+// the service had the request at most one attempt ago and finishes it
+// within a bound of the same order. Only an empty answer after that window
+// lets the create be sent again. The rule per call:
+//
+//   - Neutron network, subnet, router, port, security group, floating IP:
+//     by name and description marker, in the credential's project;
+//   - Neutron security group rule: by content, in the cluster's own group;
+//   - router interface: by the router's ports on the subnet (PUT, repeated);
+//   - Nova server: by name and tags (the record exists once nova-api's
+//     handler commits, before its 202);
+//   - Cinder volume: made by Nova with its server, deleted with it;
+//   - Glance image: by name, talos_* properties and the project;
+//   - Proxmox VM, disk, pool, SDN object, cidata upload: by id or volid,
+//     after the running tasks that could have made it have ended;
+//   - Rancher cluster and bindings, Kubernetes objects of the plugins: by
+//     name and talosc's marker.
+//
+// A duplicate that appears all the same (the late create and the second
+// one) is resolved by DedupeOwned: the unused one is deleted and the run
+// says so; two in use are refused, named.
+//
 // A resource is recognisable as talosc's from the moment it exists, so a
 // run killed between a create and its tagging leaves nothing the next run
 // cannot adopt; a same-named resource without the marker is still refused.
