@@ -26,12 +26,13 @@ import (
 // lateAt plays a busy API behind a proxy, between talosc and the lab: the
 // nth request (1-based) whose method is method and whose path ends with
 // suffix is answered 504 at once, and reaches the lab only delay later,
-// where it is applied (a create applied after its client gave up). Every
-// other request goes straight through. It counts the matching requests
-// talosc sent.
+// where it is applied (a create applied after its client gave up), copies
+// times (2: a twin, as a create applied late besides the one sent again
+// leaves). Every other request goes straight through. It counts the
+// matching requests talosc sent.
 type lateAt struct {
 	method, suffix string
-	nth            int
+	nth, copies    int
 	delay          time.Duration
 	mu             sync.Mutex
 	seen           int
@@ -43,7 +44,7 @@ type lateAt struct {
 // test ends.
 func newLateAt(t *testing.T, method, suffix string, nth int, delay time.Duration) *lateAt {
 	t.Helper()
-	l := &lateAt{method: method, suffix: suffix, nth: nth, delay: delay, done: make(chan struct{})}
+	l := &lateAt{method: method, suffix: suffix, nth: nth, copies: 1, delay: delay, done: make(chan struct{})}
 	t.Cleanup(func() {
 		select {
 		case <-l.done:
@@ -68,28 +69,29 @@ func (l *lateAt) RoundTrip(r *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	req := r.Clone(context.WithoutCancel(r.Context()))
-	req.Body = io.NopCloser(bytes.NewReader(body))
-	go l.apply(req)
+	go l.apply(r.Clone(context.WithoutCancel(r.Context())), body)
 	return &http.Response{
 		Status: "504 Gateway Timeout", StatusCode: http.StatusGatewayTimeout, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 		Header: http.Header{"Content-Type": {"text/plain"}}, Body: io.NopCloser(strings.NewReader("gateway timeout")), Request: r,
 	}, nil
 }
 
-// apply sends the late request to the lab after the delay.
-func (l *lateAt) apply(req *http.Request) {
+// apply sends the late request to the lab after the delay, copies times.
+func (l *lateAt) apply(req *http.Request, body []byte) {
 	defer close(l.done)
 	time.Sleep(l.delay)
-	resp, err := http.DefaultTransport.RoundTrip(req)
-	if err != nil {
-		return
+	for range l.copies {
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		l.mu.Lock()
+		l.answer = b
+		l.mu.Unlock()
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	l.mu.Lock()
-	l.answer = b
-	l.mu.Unlock()
 }
 
 // sent is how many matching requests talosc sent.
@@ -275,10 +277,32 @@ func TestCreateMachines_AFailedLookAfterALostAnswerFailsWithoutASecondCreate(t *
 	}})
 	l.lab.Recorder().Reset()
 	_, err = l.cloud.CreateMachines(t.Context(), l.cfg, specs, &provider.Plan{})
+	if n := calls(l.lab.Recorder(), http.MethodPost, "/v2.1/servers"); n != 3 {
+		t.Errorf("talosc sent %d server creates for 3 machines, want one each: a failed look is no evidence of 'not made'", n)
+	}
 	if err == nil || !strings.Contains(err.Error(), "find out whether server c-controlplane-0") {
 		t.Fatalf("err = %v; want the failed look named", err)
 	}
-	if n := calls(l.lab.Recorder(), http.MethodPost, "/v2.1/servers"); n != 3 {
-		t.Errorf("talosc sent %d server creates for 3 machines, want one each: a failed look is no evidence of 'not made'", n)
+}
+
+func TestReconcileNetwork_DeletesTheUnusedTwinOfANetworkItMade(t *testing.T) {
+	t.Parallel()
+	clean := newNetLab(t, labos.Config{}, openstack.Options{}, defaultNet)
+	clean.reconcile(t, false)
+	late := newLateAt(t, http.MethodPost, "/v2.0/networks", 1, 0)
+	late.copies = 2
+	l := newNetLab(t, labos.Config{}, openstack.Options{HTTPClient: &http.Client{Transport: late}}, defaultNet)
+	plan := &provider.Plan{}
+	if _, err := l.cloud.ReconcileNetwork(t.Context(), l.spec, plan); err != nil {
+		t.Fatalf("reconcile: %v\n%s", err, l.logs)
+	}
+	if !strings.Contains(l.logs.String(), "openstack: network c-net: 2 owned resources of this name (a create applied late): keeping ") {
+		t.Errorf("the twin was not reported:\n%s", l.logs)
+	}
+	if !slices.ContainsFunc(plan.Changes(), func(c state.Change) bool { return c.Action == "delete" && c.Kind == "openstack:network" && c.Name == "c-net" }) {
+		t.Errorf("the plan does not record the twin's delete: %v", changeNames(plan.Changes()))
+	}
+	if diff := inventory.Diff(clean.lab.Snapshot(), l.lab.Snapshot()); len(diff) != 0 {
+		t.Errorf("whole inventory differs from a fault-free run's:\n%s\n%s", strings.Join(diff, "\n"), l.logs)
 	}
 }
