@@ -299,7 +299,9 @@ func TestReconcileNetwork_DeletesTheUnusedTwinOfANetworkItMade(t *testing.T) {
 	if !strings.Contains(l.logs.String(), "openstack: network c-net: 2 owned resources of this name (a create applied late): keeping ") {
 		t.Errorf("the twin was not reported:\n%s", l.logs)
 	}
-	if !slices.ContainsFunc(plan.Changes(), func(c state.Change) bool { return c.Action == "delete" && c.Kind == "openstack:network" && c.Name == "c-net" }) {
+	if !slices.ContainsFunc(plan.Changes(), func(c state.Change) bool {
+		return c.Action == "delete" && c.Kind == "openstack:network" && c.Name == "c-net"
+	}) {
 		t.Errorf("the plan does not record the twin's delete: %v", changeNames(plan.Changes()))
 	}
 	if diff := inventory.Diff(clean.lab.Snapshot(), l.lab.Snapshot()); len(diff) != 0 {
