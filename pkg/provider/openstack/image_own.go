@@ -117,17 +117,21 @@ func (c *Cloud) postImage(ctx context.Context, spec provider.ImageSpec, plan *pr
 		},
 		id:   func(img images.Image) string { return img.ID },
 		uses: func(_ context.Context, found []images.Image) ([]bool, error) { return make([]bool, len(found)), nil },
-		drop: func(ctx context.Context, img images.Image) error {
-			return plan.Do(ctx, state.Change{Action: state.ActionDelete, Kind: KindImage, Name: img.Name, Detail: "empty image " + img.ID + ", a duplicate made by a create applied late"}, func(ctx context.Context) error {
-				if err := images.Delete(ctx, c.image, img.ID).ExtractErr(); err != nil && !isNotFound(err) {
-					return wrap(err, "glance")
-				}
-				return nil
-			})
-		},
+		drop: func(ctx context.Context, img images.Image) error { return c.dropImage(ctx, plan, img) },
 	})
 	if err != nil {
 		return nil, err
 	}
 	return &img, nil
+}
+
+// dropImage deletes an empty duplicate of the boot image through plan.
+func (c *Cloud) dropImage(ctx context.Context, plan *provider.Plan, img images.Image) error {
+	change := state.Change{Action: state.ActionDelete, Kind: KindImage, Name: img.Name, Detail: "empty image " + img.ID + ", a duplicate made by a create applied late"}
+	return plan.Do(ctx, change, func(ctx context.Context) error {
+		if err := images.Delete(ctx, c.image, img.ID).ExtractErr(); err != nil && !isNotFound(err) {
+			return wrap(err, "glance")
+		}
+		return nil
+	})
 }

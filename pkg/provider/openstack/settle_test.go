@@ -182,6 +182,13 @@ func calls(rec *labnet.Recorder, method, suffix string) int {
 	return n
 }
 
+// deletes reports whether plan recorded the delete of kind name.
+func deletes(plan *provider.Plan, kind, name string) bool {
+	return slices.ContainsFunc(plan.Changes(), func(c state.Change) bool {
+		return c.Action == state.ActionDelete && c.Kind == kind && c.Name == name
+	})
+}
+
 // duplicateLab is a compute lab whose every server create loses its
 // answer after being applied, where c-controlplane-02 already has an
 // owned, unused twin (a server without its port: what a create applied
@@ -221,10 +228,8 @@ func TestCreateMachines_DeletesTheUnusedOfTwoOwnedServersOfOneName(t *testing.T)
 	if !strings.Contains(l.logs.String(), msg) {
 		t.Errorf("logs lack %q:\n%s", msg, l.logs)
 	}
-	if !slices.ContainsFunc(plan.Changes(), func(c state.Change) bool {
-		return c.Action == "delete" && c.Kind == openstack.KindServer && c.Name == "c-controlplane-02"
-	}) {
-		t.Errorf("the plan does not record the twin's delete: %v", plan.Changes())
+	if !deletes(plan, openstack.KindServer, "c-controlplane-02") {
+		t.Errorf("the plan does not record the twin's delete: %v", changeNames(plan.Changes()))
 	}
 	inv := l.lab.Inventory()
 	var names []string
@@ -299,12 +304,32 @@ func TestReconcileNetwork_DeletesTheUnusedTwinOfANetworkItMade(t *testing.T) {
 	if !strings.Contains(l.logs.String(), "openstack: network c-net: 2 owned resources of this name (a create applied late): keeping ") {
 		t.Errorf("the twin was not reported:\n%s", l.logs)
 	}
-	if !slices.ContainsFunc(plan.Changes(), func(c state.Change) bool {
-		return c.Action == "delete" && c.Kind == "openstack:network" && c.Name == "c-net"
-	}) {
+	if !deletes(plan, "openstack:network", "c-net") {
 		t.Errorf("the plan does not record the twin's delete: %v", changeNames(plan.Changes()))
 	}
 	if diff := inventory.Diff(clean.lab.Snapshot(), l.lab.Snapshot()); len(diff) != 0 {
 		t.Errorf("whole inventory differs from a fault-free run's:\n%s\n%s", strings.Join(diff, "\n"), l.logs)
+	}
+}
+
+func TestEnsureImage_DeletesTheEmptyTwinOfTheImageItMade(t *testing.T) {
+	t.Parallel()
+	late := newLateAt(t, http.MethodPost, "/v2/images", 1, 0)
+	late.copies = 2
+	l := newComputeLab(t, labos.Config{}, threeCPs)
+	l.connect(t, openstack.Options{HTTPClient: &http.Client{Transport: late}})
+	plan := &provider.Plan{}
+	img, err := l.cloud.EnsureImage(t.Context(), imageSpec(t, ""), plan)
+	if err != nil {
+		t.Fatalf("EnsureImage: %v\n%s", err, l.logs)
+	}
+	if want := "openstack: image " + img.Name + ": 2 owned resources of this name (a create applied late): keeping " + img.ID + ", deleting unused "; !strings.Contains(l.logs.String(), want) {
+		t.Errorf("logs lack %q:\n%s", want, l.logs)
+	}
+	if !deletes(plan, openstack.KindImage, img.Name) {
+		t.Errorf("the plan does not record the twin's delete: %v", changeNames(plan.Changes()))
+	}
+	if imgs := l.lab.Inventory().Images; len(imgs) != 1 || imgs[0].ID != img.ID {
+		t.Errorf("the lab holds images %+v, want only %s", imgs, img.ID)
 	}
 }
