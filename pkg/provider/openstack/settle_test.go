@@ -24,27 +24,29 @@ import (
 )
 
 // lateAt plays a busy API behind a proxy, between talosc and the lab: the
-// nth request (1-based) whose method is method and whose path ends with
-// suffix is answered 504 at once, and reaches the lab only delay later,
-// where it is applied (a create applied after its client gave up), copies
-// times (2: a twin, as a create applied late besides the one sent again
-// leaves). Every other request goes straight through. It counts the
-// matching requests talosc sent.
+// nth create (POST, 1-based) whose path ends with suffix is answered 504
+// at once, and reaches the lab only delay later, where it is applied (a
+// create applied after its client gave up), copies times (2: a twin, as a
+// create applied late besides the one sent again leaves). Every other
+// request goes straight through. It counts the creates talosc sent.
+// (A client-side http.RoundTripper: the lab's catalog sends talosc
+// straight to the lab's own listener, so a server-side middleware in front
+// of it would see only Keystone.)
 type lateAt struct {
-	method, suffix string
-	nth, copies    int
-	delay          time.Duration
-	mu             sync.Mutex
-	seen           int
-	answer         []byte // the lab's answer to the late request
-	done           chan struct{}
+	suffix      string
+	nth, copies int
+	delay       time.Duration
+	mu          sync.Mutex
+	seen        int
+	answer      []byte // the lab's answer to the late request
+	done        chan struct{}
 }
 
 // newLateAt returns a lateAt whose late request is waited for when the
 // test ends.
-func newLateAt(t *testing.T, method, suffix string, nth int, delay time.Duration) *lateAt {
+func newLateAt(t *testing.T, suffix string, nth int, delay time.Duration) *lateAt {
 	t.Helper()
-	l := &lateAt{method: method, suffix: suffix, nth: nth, copies: 1, delay: delay, done: make(chan struct{})}
+	l := &lateAt{suffix: suffix, nth: nth, copies: 1, delay: delay, done: make(chan struct{})}
 	t.Cleanup(func() {
 		select {
 		case <-l.done:
@@ -55,7 +57,7 @@ func newLateAt(t *testing.T, method, suffix string, nth int, delay time.Duration
 }
 
 func (l *lateAt) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.Method != l.method || !strings.HasSuffix(r.URL.Path, l.suffix) {
+	if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, l.suffix) {
 		return http.DefaultTransport.RoundTrip(r)
 	}
 	l.mu.Lock()
@@ -124,7 +126,7 @@ func (l *lateAt) appliedID(t *testing.T) string {
 
 func TestCreateMachines_AServerAppliedLateIsAdoptedNotCreatedAgain(t *testing.T) {
 	t.Parallel()
-	late := newLateAt(t, http.MethodPost, "/v2.1/servers", 1, 2*time.Second)
+	late := newLateAt(t, "/v2.1/servers", 1, 2*time.Second)
 	l := newComputeLab(t, labos.Config{}, threeCPs)
 	l.connect(t, openstack.Options{HTTPClient: &http.Client{Transport: late}})
 	_, got := l.boot(t)
@@ -155,7 +157,7 @@ func TestReconcileNetwork_APortOrRuleAppliedLateIsAdoptedNotCreatedAgain(t *test
 	} {
 		t.Run(fmt.Sprintf("POST %s #%d", c.suffix, c.nth), func(t *testing.T) {
 			t.Parallel()
-			late := newLateAt(t, http.MethodPost, c.suffix, c.nth, 2*time.Second)
+			late := newLateAt(t, c.suffix, c.nth, 2*time.Second)
 			l := newNetLab(t, labos.Config{}, openstack.Options{HTTPClient: &http.Client{Transport: late}}, defaultNet)
 			if _, err := l.cloud.ReconcileNetwork(t.Context(), l.spec, &provider.Plan{}); err != nil {
 				t.Fatalf("reconcile: %v\n%s", err, l.logs)
@@ -294,7 +296,7 @@ func TestReconcileNetwork_DeletesTheUnusedTwinOfANetworkItMade(t *testing.T) {
 	t.Parallel()
 	clean := newNetLab(t, labos.Config{}, openstack.Options{}, defaultNet)
 	clean.reconcile(t, false)
-	late := newLateAt(t, http.MethodPost, "/v2.0/networks", 1, 0)
+	late := newLateAt(t, "/v2.0/networks", 1, 0)
 	late.copies = 2
 	l := newNetLab(t, labos.Config{}, openstack.Options{HTTPClient: &http.Client{Transport: late}}, defaultNet)
 	plan := &provider.Plan{}
@@ -314,7 +316,7 @@ func TestReconcileNetwork_DeletesTheUnusedTwinOfANetworkItMade(t *testing.T) {
 
 func TestEnsureImage_DeletesTheEmptyTwinOfTheImageItMade(t *testing.T) {
 	t.Parallel()
-	late := newLateAt(t, http.MethodPost, "/v2/images", 1, 0)
+	late := newLateAt(t, "/v2/images", 1, 0)
 	late.copies = 2
 	l := newComputeLab(t, labos.Config{}, threeCPs)
 	l.connect(t, openstack.Options{HTTPClient: &http.Client{Transport: late}})
