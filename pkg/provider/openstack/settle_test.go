@@ -335,3 +335,23 @@ func TestEnsureImage_DeletesTheEmptyTwinOfTheImageItMade(t *testing.T) {
 		t.Errorf("the lab holds images %+v, want only %s", imgs, img.ID)
 	}
 }
+
+func TestReconcileNetwork_ACreateNotMadeIsSentAgainOnlyAfterTheLateWindow(t *testing.T) {
+	t.Parallel()
+	lost := labnet.Fault{Service: labos.Neutron, Method: http.MethodPost, PathPrefix: "/v2.0/networks", Nth: 1, Status: http.StatusGatewayTimeout}
+	l := newNetLab(t, labos.Config{Injector: labnet.NewInjector(labnet.Knobs{Faults: []labnet.Fault{lost}})}, openstack.Options{}, defaultNet)
+	start := time.Now()
+	if _, err := l.cloud.ReconcileNetwork(t.Context(), l.spec, &provider.Plan{}); err != nil {
+		t.Fatalf("reconcile: %v\n%s", err, l.logs)
+	}
+	window := provider.LateWindow(5 * time.Second) // newNetLab's request timeout
+	if took := time.Since(start); took < window {
+		t.Errorf("the reconcile took %s: the network was created again before the late window of %s had passed", took, window)
+	}
+	if want := "it was not made within " + window.String() + ": creating it again (2 of 3)"; !strings.Contains(l.logs.String(), want) {
+		t.Errorf("logs lack %q:\n%s", want, l.logs)
+	}
+	if n := calls(l.rec, http.MethodPost, "/v2.0/networks"); n != 2 {
+		t.Errorf("talosc sent %d network creates, want 2", n)
+	}
+}
