@@ -11,6 +11,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
@@ -37,6 +39,10 @@ func RoleTag(role string) string { return "role=" + role }
 // PoolTag is the node resources' pool tag.
 func PoolTag(pool string) string { return "pool=" + pool }
 
+// ProjectTag is the tag naming the project a Nova server was made in
+// (servers made by an older talosc carry none).
+func ProjectTag(project string) string { return "project=" + project }
+
 // ClusterTags are the tags of every resource of cluster.
 func ClusterTags(cluster string) []string { return []string{TagManagedBy, ClusterTag(cluster)} }
 
@@ -58,6 +64,14 @@ func Owned(tags []string, cluster string) bool {
 		}
 	}
 	return managed && ours
+}
+
+// ownedIn reports tags carrying the ownership markers of cluster and no
+// project tag but project's.
+func ownedIn(tags []string, cluster, project string) bool {
+	return Owned(tags, cluster) && !slices.ContainsFunc(tags, func(t string) bool {
+		return strings.HasPrefix(t, ProjectTag("")) && t != ProjectTag(project)
+	})
 }
 
 // Compute microversions talosc needs: 2.52 for tags on create and tag
@@ -124,11 +138,15 @@ type Cloud struct {
 	opts    Options
 	url     string
 	region  string
-	project string
-	compute *gophercloud.ServiceClient
-	network *gophercloud.ServiceClient
-	image   *gophercloud.ServiceClient
-	volume  *gophercloud.ServiceClient
+	project string // the credential's project's name
+	// projectID is the id of the credential's project: everything talosc
+	// makes belongs to it, and nothing of another project is ever adopted,
+	// changed or deleted, whatever the credential's role (audit H1).
+	projectID string
+	compute   *gophercloud.ServiceClient
+	network   *gophercloud.ServiceClient
+	image     *gophercloud.ServiceClient
+	volume    *gophercloud.ServiceClient
 }
 
 var _ provider.Cloud = (*Cloud)(nil)
@@ -169,8 +187,11 @@ func Connect(ctx context.Context, cfg *config.Cluster, o Options) (*Cloud, error
 	c := &Cloud{opts: o, url: os.URL, region: os.Region}
 	if r, ok := pc.GetAuthResult().(tokens.CreateResult); ok {
 		if p, err := r.ExtractProject(); err == nil && p != nil {
-			c.project = p.Name
+			c.project, c.projectID = p.Name, p.ID
 		}
+	}
+	if c.projectID == "" {
+		return nil, errors.New("openstack: the application credential's token names no project, so nothing can be proven talosc's: use a project-scoped application credential (openstack.credential_id)")
 	}
 	eo := gophercloud.EndpointOpts{Region: os.Region}
 	services := []struct {
