@@ -167,7 +167,7 @@ func Connect(ctx context.Context, cfg *config.Cluster, o Options) (*Cloud, error
 	if err != nil {
 		return nil, fmt.Errorf("openstack: openstack.url %q: %w", os.URL, err)
 	}
-	pc.HTTPClient = newHTTPClient(o)
+	pc.HTTPClient = newHTTPClient(o, os.AllowHTTP)
 	pc.UserAgent.Prepend("talosc")
 	ctx, cancel := context.WithTimeout(ctx, o.RequestTimeout)
 	defer cancel()
@@ -206,6 +206,9 @@ func Connect(ctx context.Context, cfg *config.Cluster, o Options) (*Cloud, error
 	}
 	for _, s := range services {
 		sc, err := s.open(pc, eo)
+		if plain, ok := errors.AsType[*plainHTTPError](err); ok {
+			return nil, fmt.Errorf("openstack: the %s endpoint in the catalog at %s: %w", s.name, os.URL, plain)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("openstack: no %s service in region %q of the catalog at %s: %w", s.name, os.Region, os.URL, err)
 		}
@@ -219,16 +222,22 @@ func Connect(ctx context.Context, cfg *config.Cluster, o Options) (*Cloud, error
 func (c *Cloud) Project() string { return c.project }
 
 // newHTTPClient bounds every request attempt by o.RequestTimeout and
-// retries transient failures (see provider.RetryTransport).
-func newHTTPClient(o Options) http.Client {
+// retries transient failures (see provider.RetryTransport); unless
+// allowHTTP, it refuses every plain http request before sending it (see
+// httpsOnly).
+func newHTTPClient(o Options, allowHTTP bool) http.Client {
 	var rt http.RoundTripper = http.DefaultTransport.(*http.Transport).Clone() //nolint:forcetypeassert // the stdlib's default transport
 	if o.HTTPClient != nil && o.HTTPClient.Transport != nil {
 		rt = o.HTTPClient.Transport
 	}
-	return http.Client{Transport: &provider.RetryTransport{
+	rt = &provider.RetryTransport{
 		Next: rt, Retries: max(o.Retries, 0), Timeout: o.RequestTimeout, UploadTimeout: o.UploadTimeout, Logf: o.Logf, Name: "openstack",
 		RetryInternalErrors: true, Replayable: replayable,
-	}}
+	}
+	if !allowHTTP {
+		rt = httpsOnly{next: rt}
+	}
+	return http.Client{Transport: rt}
 }
 
 // wrap names the operation and resource in an error from gophercloud.
