@@ -11,6 +11,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
@@ -37,6 +39,10 @@ func RoleTag(role string) string { return "role=" + role }
 // PoolTag is the node resources' pool tag.
 func PoolTag(pool string) string { return "pool=" + pool }
 
+// ProjectTag is the tag naming the project a Nova server was made in
+// (servers made by an older talosc carry none).
+func ProjectTag(project string) string { return "project=" + project }
+
 // ClusterTags are the tags of every resource of cluster.
 func ClusterTags(cluster string) []string { return []string{TagManagedBy, ClusterTag(cluster)} }
 
@@ -58,6 +64,14 @@ func Owned(tags []string, cluster string) bool {
 		}
 	}
 	return managed && ours
+}
+
+// ownedIn reports tags carrying the ownership markers of cluster and no
+// project tag but project's.
+func ownedIn(tags []string, cluster, project string) bool {
+	return Owned(tags, cluster) && !slices.ContainsFunc(tags, func(t string) bool {
+		return strings.HasPrefix(t, ProjectTag("")) && t != ProjectTag(project)
+	})
 }
 
 // Compute microversions talosc needs: 2.52 for tags on create and tag
@@ -124,11 +138,15 @@ type Cloud struct {
 	opts    Options
 	url     string
 	region  string
-	project string
-	compute *gophercloud.ServiceClient
-	network *gophercloud.ServiceClient
-	image   *gophercloud.ServiceClient
-	volume  *gophercloud.ServiceClient
+	project string // the credential's project's name
+	// projectID is the id of the credential's project: everything talosc
+	// makes belongs to it, and nothing of another project is ever adopted,
+	// changed or deleted, whatever the credential's role (audit H1).
+	projectID string
+	compute   *gophercloud.ServiceClient
+	network   *gophercloud.ServiceClient
+	image     *gophercloud.ServiceClient
+	volume    *gophercloud.ServiceClient
 }
 
 var _ provider.Cloud = (*Cloud)(nil)
@@ -149,7 +167,7 @@ func Connect(ctx context.Context, cfg *config.Cluster, o Options) (*Cloud, error
 	if err != nil {
 		return nil, fmt.Errorf("openstack: openstack.url %q: %w", os.URL, err)
 	}
-	pc.HTTPClient = newHTTPClient(o)
+	pc.HTTPClient = newHTTPClient(o, os.AllowHTTP)
 	pc.UserAgent.Prepend("talosc")
 	ctx, cancel := context.WithTimeout(ctx, o.RequestTimeout)
 	defer cancel()
@@ -169,8 +187,11 @@ func Connect(ctx context.Context, cfg *config.Cluster, o Options) (*Cloud, error
 	c := &Cloud{opts: o, url: os.URL, region: os.Region}
 	if r, ok := pc.GetAuthResult().(tokens.CreateResult); ok {
 		if p, err := r.ExtractProject(); err == nil && p != nil {
-			c.project = p.Name
+			c.project, c.projectID = p.Name, p.ID
 		}
+	}
+	if c.projectID == "" {
+		return nil, errors.New("openstack: the application credential's token names no project, so nothing can be proven talosc's: use a project-scoped application credential (openstack.credential_id)")
 	}
 	eo := gophercloud.EndpointOpts{Region: os.Region}
 	services := []struct {
@@ -185,6 +206,9 @@ func Connect(ctx context.Context, cfg *config.Cluster, o Options) (*Cloud, error
 	}
 	for _, s := range services {
 		sc, err := s.open(pc, eo)
+		if plain, ok := errors.AsType[*plainHTTPError](err); ok {
+			return nil, fmt.Errorf("openstack: the %s endpoint in the catalog at %s: %w", s.name, os.URL, plain)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("openstack: no %s service in region %q of the catalog at %s: %w", s.name, os.Region, os.URL, err)
 		}
@@ -198,16 +222,22 @@ func Connect(ctx context.Context, cfg *config.Cluster, o Options) (*Cloud, error
 func (c *Cloud) Project() string { return c.project }
 
 // newHTTPClient bounds every request attempt by o.RequestTimeout and
-// retries transient failures (see provider.RetryTransport).
-func newHTTPClient(o Options) http.Client {
+// retries transient failures (see provider.RetryTransport); unless
+// allowHTTP, it refuses every plain http request before sending it (see
+// httpsOnly).
+func newHTTPClient(o Options, allowHTTP bool) http.Client {
 	var rt http.RoundTripper = http.DefaultTransport.(*http.Transport).Clone() //nolint:forcetypeassert // the stdlib's default transport
 	if o.HTTPClient != nil && o.HTTPClient.Transport != nil {
 		rt = o.HTTPClient.Transport
 	}
-	return http.Client{Transport: &provider.RetryTransport{
+	rt = &provider.RetryTransport{
 		Next: rt, Retries: max(o.Retries, 0), Timeout: o.RequestTimeout, UploadTimeout: o.UploadTimeout, Logf: o.Logf, Name: "openstack",
 		RetryInternalErrors: true, Replayable: replayable,
-	}}
+	}
+	if !allowHTTP {
+		rt = httpsOnly{next: rt}
+	}
+	return http.Client{Transport: rt}
 }
 
 // wrap names the operation and resource in an error from gophercloud.

@@ -229,7 +229,7 @@ func (c *Cloud) createServer(ctx context.Context, cluster *config.Cluster, j ser
 			SourceType: servers.SourceImage, UUID: j.spec.Image.ID, DestinationType: servers.DestinationVolume,
 			VolumeSize: j.disk, BootIndex: 0, DeleteOnTermination: true,
 		}},
-		Tags: NodeTags(j.spec.Machine, cluster.Name),
+		Tags: c.serverTags(j.spec.Machine, cluster.Name),
 	}
 	host := j.spec.Machine.Hostname
 	s, err := settle(ctx, c, lateCreate[servers.Server]{

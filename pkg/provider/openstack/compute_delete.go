@@ -87,7 +87,9 @@ func (c *Cloud) readMachine(ctx context.Context, cluster string, m provider.Mach
 	case isNotFound(err):
 	case err != nil:
 		return parts, wrap(err, "read server %s", m.ID)
-	case s.Tags == nil || !Owned(*s.Tags, cluster):
+	case s.TenantID != c.projectID:
+		return parts, fmt.Errorf("refusing to delete server %s (%s): it is of project %s, not of the application credential's project %s", s.Name, s.ID, s.TenantID, c.projectID)
+	case !c.owner(cluster).tagged(serverAttrs(s)):
 		return parts, fmt.Errorf("refusing to delete server %s (%s): it lacks the ownership tags %s and %s", s.Name, s.ID, TagManagedBy, ClusterTag(cluster))
 	case s.Name != m.Hostname:
 		return parts, fmt.Errorf("refusing to delete server %s: it is named %s now, not %s; rerun to read the inventory again", s.ID, s.Name, m.Hostname)
@@ -131,7 +133,7 @@ func (c *Cloud) bootVolume(ctx context.Context, server string, att attachedVolum
 // owned port of that name bound elsewhere is refused; a same-named port
 // without the tags is not ours and is left alone.
 func (c *Cloud) machinePorts(ctx context.Context, cluster string, m provider.Machine) ([]string, error) {
-	list, err := listOwned(ctx, cluster, ports.ExtractPorts, portAttrs, ports.List(c.network, ports.ListOpts{Name: m.Hostname, Tags: ClusterTag(cluster)}))
+	list, err := listOwned(ctx, c.owner(cluster), ports.ExtractPorts, portAttrs, ports.List(c.network, ports.ListOpts{Name: m.Hostname, Tags: ClusterTag(cluster), ProjectID: c.projectID}))
 	if err != nil {
 		return nil, wrap(err, "list the ports named %s", m.Hostname)
 	}

@@ -8,8 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -137,17 +135,7 @@ func demoClients(t *testing.T, lab *labos.Cloud) (compute, network, image *gophe
 // between two runs does).
 func (l *computeLab) reconfigure(t *testing.T, zone, pools string) {
 	t.Helper()
-	secrets := fmt.Sprintf("openstack:\n  credential_id: %s\n  credential_secret: %s\n", l.cred.ID, l.cred.Secret)
-	for name, data := range map[string]string{"cluster.yaml": clusterYAML(l.lab.AuthURL(), l.lab.Region(), zone, pools), "secrets.yaml": secrets} {
-		if err := os.WriteFile(filepath.Join(l.dir, name), []byte(data), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cfg, err := config.Load(l.dir, config.LoadOptions{NeedCredentials: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.cfg = cfg
+	l.cfg = loadCluster(t, l.dir, clusterYAML(l.lab.AuthURL(), l.lab.Region(), zone, pools), l.cred)
 }
 
 // imageSpec is the boot image served by a lab Image Factory.
@@ -282,7 +270,7 @@ workers:
 		if err != nil || !bytes.Equal(ud, spec.Config) {
 			t.Errorf("%s: user_data %q does not decode to its machine config (%v)", s.Name, s.UserData, err)
 		}
-		wantTags := []string{"cluster=c", "managed-by=taloscluster", "pool=" + spec.Machine.Pool, "role=" + spec.Machine.Role}
+		wantTags := []string{"cluster=c", "managed-by=taloscluster", "pool=" + spec.Machine.Pool, openstack.ProjectTag(s.ProjectID), "role=" + spec.Machine.Role}
 		if !s.ConfigDrive || s.Zone != "nova" || s.ImageID != "" || !slices.Equal(s.Ports, []string{spec.Attachment.Attachment}) || !slices.Equal(s.Tags, wantTags) {
 			t.Errorf("server %d = %+v", i, s)
 		}

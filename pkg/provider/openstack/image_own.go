@@ -3,11 +3,9 @@ package openstack
 import (
 	"cmp"
 	"context"
-	"errors"
 	"slices"
 	"strings"
 
-	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/tokens"
 	"github.com/gophercloud/gophercloud/v2/openstack/image/v2/images"
 
 	"github.com/talosc/talosc/pkg/provider"
@@ -27,10 +25,6 @@ import (
 // spec: the active ones and the queued ones (created by a run that ended
 // before its upload, or whose answer was lost), each oldest first.
 func (c *Cloud) ownImages(ctx context.Context, spec provider.ImageSpec) (active, queued []images.Image, err error) {
-	project, err := c.projectID()
-	if err != nil {
-		return nil, nil, err
-	}
 	pages, err := images.List(c.image, images.ListOpts{Name: spec.Name}).AllPages(ctx)
 	if err != nil {
 		return nil, nil, wrap(err, "list glance images named %q", spec.Name)
@@ -46,7 +40,7 @@ func (c *Cloud) ownImages(ctx context.Context, spec provider.ImageSpec) (active,
 	for _, img := range found {
 		switch {
 		case img.Name != spec.Name:
-		case !ownImage(img, spec, project):
+		case !ownImage(img, spec, c.projectID):
 			foreign = append(foreign, img.ID)
 		case img.Status == images.ImageStatusActive:
 			active = append(active, img)
@@ -65,17 +59,6 @@ func (c *Cloud) ownImages(ctx context.Context, spec provider.ImageSpec) (active,
 func ownImage(img images.Image, spec provider.ImageSpec, project string) bool {
 	managed := slices.Contains(img.Tags, TagManagedBy) || slices.Contains(img.Tags, TagLegacyManagedBy)
 	return img.Owner == project && managed && img.Properties[propTalos] == spec.TalosVersion && img.Properties[propSchematic] == spec.SchematicID
-}
-
-// projectID is the id of the credential's project, which owns the images
-// talosc creates.
-func (c *Cloud) projectID() (string, error) {
-	if r, ok := c.image.GetAuthResult().(tokens.CreateResult); ok {
-		if p, err := r.ExtractProject(); err == nil && p != nil && p.ID != "" {
-			return p.ID, nil
-		}
-	}
-	return "", errors.New("openstack: the application credential's token names no project, so no glance image can be proven talosc's: use a project-scoped application credential (openstack.credential_id)")
 }
 
 // oldest returns the first of the active images, warning when there are

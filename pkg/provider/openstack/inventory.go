@@ -46,8 +46,10 @@ func (c *Cloud) Inventory(ctx context.Context, cluster *config.Cluster) (*provid
 	return inv, nil
 }
 
-// ownedServers lists the servers carrying the cluster's ownership markers
-// (either managed-by marker).
+// ownedServers lists the servers of the credential's project carrying the
+// cluster's ownership markers (either managed-by marker). Nova lists only
+// the project's servers unless asked for all_tenants; each is checked all
+// the same (audit H1).
 func (c *Cloud) ownedServers(ctx context.Context, cluster string) ([]servers.Server, error) {
 	pages, err := servers.List(c.compute, servers.ListOpts{Tags: ClusterTag(cluster), TagsAny: managedAny}).AllPages(ctx)
 	if err != nil {
@@ -57,7 +59,22 @@ func (c *Cloud) ownedServers(ctx context.Context, cluster string) ([]servers.Ser
 	if err != nil {
 		return nil, wrap(err, "list the nova servers of cluster %s", cluster)
 	}
-	return slices.DeleteFunc(list, func(s servers.Server) bool { return s.Tags == nil || !Owned(*s.Tags, cluster) }), nil
+	return slices.DeleteFunc(list, func(s servers.Server) bool { return !c.owner(cluster).tagged(serverAttrs(&s)) }), nil
+}
+
+// serverAttrs are what a server's ownership is decided from.
+func serverAttrs(s *servers.Server) attrs {
+	a := attrs{id: s.ID, project: s.TenantID}
+	if s.Tags != nil {
+		a.tags = *s.Tags
+	}
+	return a
+}
+
+// serverTags are the tags of a machine's Nova server: its node tags and
+// the project's tag.
+func (c *Cloud) serverTags(m config.Machine, cluster string) []string {
+	return append(NodeTags(m, cluster), ProjectTag(c.projectID))
 }
 
 // uniqueNames refuses owned servers sharing a name: the phases key

@@ -46,20 +46,23 @@ func (c *Cloud) DestroyNetwork(ctx context.Context, cluster *config.Cluster, pla
 // per kind by tag, one by description marker for what a run ended before
 // tagging, plus one per router for its interfaces), in the order they must
 // be deleted. It lists by the cluster tag and checks both markers itself,
-// so resources with the legacy managed-by marker go too.
+// so resources with the legacy managed-by marker go too. Every list is of
+// the credential's project alone, and what it returns is checked to be of
+// that project: an admin's lists show every project's (audit H1).
 func (c *Cloud) readOwnedNetwork(ctx context.Context, cluster string) ([]doomed, error) {
-	tag, marker := ClusterTag(cluster), ownerMarker(cluster)
-	n := namesOf(cluster)
+	o, n := c.owner(cluster), namesOf(cluster)
+	tag := c.taggedQuery(cluster)
+	marked := neutronQuery{"project_id": {c.projectID}, "description": o.descriptions("")}
 	var out []doomed
-	fipDesc := describedAs{ownerDescription(cluster, n.kubeapi), ownerDescription(cluster, n.ingress)}
-	fips, err := listOwned(ctx, cluster, floatingips.ExtractFloatingIPs, fipAttrs, floatingips.List(c.network, floatingips.ListOpts{Tags: tag}), floatingips.List(c.network, fipDesc))
+	fipDesc := neutronQuery{"project_id": {c.projectID}, "description": append(o.descriptions(n.kubeapi), o.descriptions(n.ingress)...)}
+	fips, err := listOwned(ctx, o, floatingips.ExtractFloatingIPs, fipAttrs, floatingips.List(c.network, tag), floatingips.List(c.network, fipDesc))
 	if err != nil {
 		return nil, wrap(err, "list the floating ips of cluster %s", cluster)
 	}
 	for _, f := range fips {
-		out = append(out, doomed{kindFloatingIP, cmp.Or(baseDescription(f.Description, cluster), f.FloatingIP), f.ID, c.deleteFloatingIP})
+		out = append(out, doomed{kindFloatingIP, cmp.Or(o.base(f.Description), f.FloatingIP), f.ID, c.deleteFloatingIP})
 	}
-	ps, err := listOwned(ctx, cluster, ports.ExtractPorts, portAttrs, ports.List(c.network, ports.ListOpts{Tags: tag}), ports.List(c.network, ports.ListOpts{Description: marker}))
+	ps, err := listOwned(ctx, o, ports.ExtractPorts, portAttrs, ports.List(c.network, tag), ports.List(c.network, marked))
 	if err != nil {
 		return nil, wrap(err, "list the ports of cluster %s", cluster)
 	}
@@ -69,7 +72,7 @@ func (c *Cloud) readOwnedNetwork(ctx context.Context, cluster string) ([]doomed,
 		}
 		out = append(out, doomed{kindPort, p.Name, p.ID, c.deletePort})
 	}
-	rts, err := listOwned(ctx, cluster, routers.ExtractRouters, routerAttrs, routers.List(c.network, routers.ListOpts{Tags: tag}), routers.List(c.network, routers.ListOpts{Description: marker}))
+	rts, err := listOwned(ctx, o, routers.ExtractRouters, routerAttrs, routers.List(c.network, tag), routers.List(c.network, marked))
 	if err != nil {
 		return nil, wrap(err, "list the routers of cluster %s", cluster)
 	}
@@ -87,22 +90,23 @@ func (c *Cloud) readOwnedNetwork(ctx context.Context, cluster string) ([]doomed,
 	for _, rt := range rts {
 		out = append(out, doomed{kindRouter, rt.Name, rt.ID, c.deleteRouter})
 	}
-	sns, err := listOwned(ctx, cluster, subnets.ExtractSubnets, subnetAttrs, subnets.List(c.network, subnets.ListOpts{Tags: tag}), subnets.List(c.network, subnets.ListOpts{Description: marker}))
+	sns, err := listOwned(ctx, o, subnets.ExtractSubnets, subnetAttrs, subnets.List(c.network, tag), subnets.List(c.network, marked))
 	if err != nil {
 		return nil, wrap(err, "list the subnets of cluster %s", cluster)
 	}
 	for _, sn := range sns {
 		out = append(out, doomed{kindSubnet, sn.Name, sn.ID, c.deleteSubnet})
 	}
-	nets, err := listOwned(ctx, cluster, extractNetworks, netAttrs, networks.List(c.network, networks.ListOpts{Tags: tag}), networks.List(c.network, networks.ListOpts{Description: marker}))
+	nets, err := listOwned(ctx, o, extractNetworks, netAttrs, networks.List(c.network, tag), networks.List(c.network, marked))
 	if err != nil {
 		return nil, wrap(err, "list the networks of cluster %s", cluster)
 	}
 	for _, x := range nets {
 		out = append(out, doomed{kindNetwork, x.Name, x.ID, c.deleteNetwork})
 	}
-	sgDesc := ownerDescription(cluster, cluster+" kubernetes cluster security group")
-	sgs, err := listOwned(ctx, cluster, groups.ExtractGroups, sgAttrs, groups.List(c.network, groups.ListOpts{Tags: tag}), groups.List(c.network, groups.ListOpts{Description: sgDesc}))
+	sgDesc := o.descriptions(sgDescription(cluster)) // groups.List takes one description: one list per marker
+	sgs, err := listOwned(ctx, o, groups.ExtractGroups, sgAttrs, groups.List(c.network, groups.ListOpts{Tags: ClusterTag(cluster), ProjectID: c.projectID}),
+		groups.List(c.network, groups.ListOpts{Description: sgDesc[0], ProjectID: c.projectID}), groups.List(c.network, groups.ListOpts{Description: sgDesc[1], ProjectID: c.projectID}))
 	if err != nil {
 		return nil, wrap(err, "list the security groups of cluster %s", cluster)
 	}
@@ -112,9 +116,9 @@ func (c *Cloud) readOwnedNetwork(ctx context.Context, cluster string) ([]doomed,
 	return out, nil
 }
 
-// listOwned lists through each pager and keeps, once, what carries both
-// tags or the description marker of cluster.
-func listOwned[T any](ctx context.Context, cluster string, extract func(pagination.Page) ([]T, error), attrsOf func(T) attrs, pagers ...pagination.Pager) ([]T, error) {
+// listOwned lists through each pager and keeps, once, what o owns (see
+// owner.owns).
+func listOwned[T any](ctx context.Context, o owner, extract func(pagination.Page) ([]T, error), attrsOf func(T) attrs, pagers ...pagination.Pager) ([]T, error) {
 	var out []T
 	seen := map[string]bool{}
 	for _, pager := range pagers {
@@ -124,7 +128,7 @@ func listOwned[T any](ctx context.Context, cluster string, extract func(paginati
 		}
 		for _, x := range all {
 			a := attrsOf(x)
-			if !seen[a.id] && (Owned(a.tags, cluster) || describedOwned(a.desc, cluster)) {
+			if !seen[a.id] && o.owns(a) {
 				seen[a.id] = true
 				out = append(out, x)
 			}

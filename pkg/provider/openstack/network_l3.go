@@ -49,7 +49,7 @@ func (r *netReconciler) network(ctx context.Context) error {
 			create: func(ctx context.Context) (*network, error) {
 				up := true
 				var created network
-				opts := mtu.CreateOptsExt{CreateOptsBuilder: networks.CreateOpts{Name: n.net, Description: ownerDescription(n.cluster, ""), AdminStateUp: &up}, MTU: want}
+				opts := mtu.CreateOptsExt{CreateOptsBuilder: networks.CreateOpts{Name: n.net, Description: r.inv.owner.description(""), AdminStateUp: &up}, MTU: want}
 				if err := networks.Create(ctx, r.c.network, opts).ExtractInto(&created); err != nil {
 					if gophercloud.ResponseCodeIs(err, http.StatusBadRequest) && strings.Contains(err.Error(), "MTU") {
 						return nil, fmt.Errorf("network.cluster.mtu %d is more than the cloud allows; lower network.cluster.mtu: %w", want, err)
@@ -95,7 +95,7 @@ func (r *netReconciler) subnet(ctx context.Context) error {
 			lookup: r.c.subnetLookup(n),
 			create: func(ctx context.Context) (*subnets.Subnet, error) {
 				return subnets.Create(ctx, r.c.network, subnets.CreateOpts{
-					NetworkID: r.inv.net.ID, Name: n.subnet, Description: ownerDescription(n.cluster, ""), CIDR: cidr, IPVersion: gophercloud.IPv4, DNSNameservers: dns,
+					NetworkID: r.inv.net.ID, Name: n.subnet, Description: r.inv.owner.description(""), CIDR: cidr, IPVersion: gophercloud.IPv4, DNSNameservers: dns,
 				}).Extract()
 			},
 			del: r.c.deleteSubnet,
@@ -134,7 +134,7 @@ func (r *netReconciler) router(ctx context.Context) error {
 			lookup: r.c.routerLookup(n),
 			create: func(ctx context.Context) (*routers.Router, error) {
 				up := true
-				return routers.Create(ctx, r.c.network, routers.CreateOpts{Name: n.router, Description: ownerDescription(n.cluster, ""), AdminStateUp: &up, GatewayInfo: gw}).Extract()
+				return routers.Create(ctx, r.c.network, routers.CreateOpts{Name: n.router, Description: r.inv.owner.description(""), AdminStateUp: &up, GatewayInfo: gw}).Extract()
 			},
 			del: r.c.deleteRouter,
 		}, n.cluster))

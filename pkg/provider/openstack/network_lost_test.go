@@ -231,7 +231,10 @@ func TestReconcileNetwork_CtrlCBetweenCreateAndTagDeletesTheResource(t *testing.
 }
 
 func TestReconcileNetwork_RefusesASameNamedResourceOfAnotherOwner(t *testing.T) {
-	for _, desc := range []string{"", "managed-by=taloscluster cluster=other", "managed-by=taloscluster cluster=c (copied)"} {
+	for _, desc := range []string{
+		"", "managed-by=taloscluster cluster=other", "managed-by=taloscluster cluster=c (copied)",
+		"managed-by=taloscluster cluster=c project=0123456789abcdef0123456789abcdef", // another project's marker
+	} {
 		t.Run(desc, func(t *testing.T) {
 			l := newNetLab(t, labos.Config{}, openstack.Options{}, defaultNet)
 			l.createForeignNetwork(t, "c-net", desc)

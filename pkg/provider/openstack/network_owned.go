@@ -26,37 +26,73 @@ func (e *TagsNotPersistedError) Error() string {
 	return fmt.Sprintf("Neutron did not persist ownership tags on %s %s (%s); it was deleted again", kindWord(e.Kind), e.Name, e.ID)
 }
 
-// ownerMarker is the ownership marker a Neutron create carries in its
+// owner is whom talosc's resources belong to: a cluster, in the
+// credential's project. A resource is the cluster's only when it is of
+// that project (its project_id) and carries the cluster's ownership tags
+// or description marker (audit H1: an admin's lists show every project).
+type owner struct{ cluster, project string }
+
+// owner is cluster in the credential's project.
+func (c *Cloud) owner(cluster string) owner { return owner{cluster: cluster, project: c.projectID} }
+
+// markers are the ownership markers a Neutron create carries in its
 // description: Neutron before Zed refuses tags in POST, so a resource is
 // recognisable as the cluster's from the moment it exists, and a run
-// killed before tagging it leaves something the next run can adopt.
-func ownerMarker(cluster string) string { return TagManagedBy + " " + ClusterTag(cluster) }
+// killed before tagging it leaves something the next run can adopt. The
+// first names the project and is the one talosc writes; the second is an
+// older talosc's, accepted on a resource of the project.
+func (o owner) markers() []string {
+	legacy := TagManagedBy + " " + ClusterTag(o.cluster)
+	return []string{legacy + " " + ProjectTag(o.project), legacy}
+}
 
-// ownerDescription is the description of a resource talosc creates: base
-// (the reference's description, a floating IP's name; may be empty)
-// followed by the marker.
-func ownerDescription(cluster, base string) string {
-	if base == "" {
-		return ownerMarker(cluster)
+// description is the description of a resource talosc creates: base (the
+// reference's description, a floating IP's name; may be empty) followed
+// by the marker.
+func (o owner) description(base string) string { return o.descriptions(base)[0] }
+
+// descriptions are base followed by each marker, for list filters.
+func (o owner) descriptions(base string) []string {
+	out := o.markers()
+	for i, m := range out {
+		if base != "" {
+			out[i] = base + " (" + m + ")"
+		}
 	}
-	return base + " (" + ownerMarker(cluster) + ")"
+	return out
 }
 
-// describedOwned reports a description carrying the marker of cluster.
-func describedOwned(desc, cluster string) bool {
-	return desc == ownerMarker(cluster) || strings.HasSuffix(desc, " ("+ownerMarker(cluster)+")")
+// base is desc without a marker of o (a floating IP's name).
+func (o owner) base(desc string) string {
+	for _, m := range o.markers() {
+		if b, ok := strings.CutSuffix(desc, " ("+m+")"); ok {
+			return b
+		}
+	}
+	return desc
 }
 
-// baseDescription is desc without the marker of cluster (a floating IP's
-// name).
-func baseDescription(desc, cluster string) string {
-	return strings.TrimSuffix(desc, " ("+ownerMarker(cluster)+")")
+// tagged reports a resource of o's project carrying the cluster's
+// ownership tags (and no other project's tag).
+func (o owner) tagged(a attrs) bool {
+	return a.project == o.project && ownedIn(a.tags, o.cluster, o.project)
 }
+
+// described reports a resource of o's project whose description carries a
+// marker of o.
+func (o owner) described(a attrs) bool {
+	return a.project == o.project && slices.ContainsFunc(o.markers(), func(m string) bool {
+		return a.desc == m || strings.HasSuffix(a.desc, " ("+m+")")
+	})
+}
+
+// owns reports a resource that is o's by its tags or its description.
+func (o owner) owns(a attrs) bool { return o.tagged(a) || o.described(a) }
 
 // attrs are what ownership is decided from.
 type attrs struct {
-	id, desc string
-	tags     []string
+	id, desc, project string
+	tags              []string
 }
 
 // lookup is one Neutron resource of the cluster: what finds it, proves it
@@ -74,7 +110,7 @@ type lookup[T any] struct {
 // neutronCreate is one Neutron resource to create and tag.
 type neutronCreate[T any] struct {
 	lookup[T]
-	// create posts the resource, with ownerDescription in its description.
+	// create posts the resource, with owner.description in its description.
 	create func(context.Context) (*T, error)
 	del    func(ctx context.Context, id string) error
 }
@@ -119,7 +155,7 @@ func (r neutronCreate[T]) settled(c *Cloud, plan *provider.Plan, cluster string)
 		},
 		find: func(ctx context.Context) ([]T, error) {
 			all, err := r.list(ctx)
-			return slices.DeleteFunc(all, func(x T) bool { return !describedOwned(r.attrs(x).desc, cluster) }), err
+			return slices.DeleteFunc(all, func(x T) bool { return !c.owner(cluster).described(r.attrs(x)) }), err
 		},
 		id: func(x T) string { return r.attrs(x).id },
 		uses: func(ctx context.Context, found []T) ([]bool, error) {

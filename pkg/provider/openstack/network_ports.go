@@ -65,7 +65,7 @@ func (r *netReconciler) port(ctx context.Context, w portWant) error {
 	return r.plan.Do(ctx, state.Change{Action: state.ActionCreate, Kind: kindPort, Name: w.name, Detail: w.detail}, func(ctx context.Context) error {
 		sg := []string{r.inv.sg.ID}
 		opts := ports.CreateOpts{
-			NetworkID: r.inv.net.ID, Name: w.name, Description: ownerDescription(r.inv.names.cluster, ""), FixedIPs: []ports.IP{{SubnetID: r.inv.subnet.ID}}, SecurityGroups: &sg,
+			NetworkID: r.inv.net.ID, Name: w.name, Description: r.inv.owner.description(""), FixedIPs: []ports.IP{{SubnetID: r.inv.subnet.ID}}, SecurityGroups: &sg,
 		}
 		if w.pair {
 			opts.AllowedAddressPairs = []ports.AddressPair{{IPAddress: w.vip.String()}}
@@ -169,7 +169,7 @@ func (r *netReconciler) floatingIP(ctx context.Context, name string) error {
 			lookup: r.c.fipLookup(cluster, name),
 			create: func(ctx context.Context) (*floatingips.FloatingIP, error) {
 				return floatingips.Create(ctx, r.c.network, floatingips.CreateOpts{
-					Description: ownerDescription(cluster, name), FloatingNetworkID: r.inv.external, PortID: r.inv.ports[name].ID,
+					Description: r.inv.owner.description(name), FloatingNetworkID: r.inv.external, PortID: r.inv.ports[name].ID,
 				}).Extract()
 			},
 			del: r.c.deleteFloatingIP,

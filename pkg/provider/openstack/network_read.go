@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"net/url"
 	"slices"
 	"strings"
 
@@ -39,6 +38,7 @@ type network struct {
 // real run is read from it; in a dry run missing pieces stay nil.
 type netInventory struct {
 	names    netNames
+	owner    owner
 	cidr     netip.Prefix
 	external string // the external network's id
 	sg       *groups.SecGroup
@@ -61,7 +61,7 @@ func (c *Cloud) readNetwork(ctx context.Context, spec provider.NetworkSpec) (*ne
 		return nil, errors.New("openstack: cluster.yaml has no openstack section")
 	}
 	n := namesOf(cfg.Name)
-	inv := &netInventory{names: n, cidr: cfg.Network.Cluster.CIDR, ports: map[string]*ports.Port{}, fips: map[string]*floatingips.FloatingIP{}}
+	inv := &netInventory{names: n, owner: c.owner(cfg.Name), cidr: cfg.Network.Cluster.CIDR, ports: map[string]*ports.Port{}, fips: map[string]*floatingips.FloatingIP{}}
 	var err error
 	if inv.external, err = c.externalNetwork(ctx, cfg.OpenStack.ExternalNet); err != nil {
 		return nil, err
@@ -117,7 +117,7 @@ func (c *Cloud) validateSubnet(ctx context.Context, cluster *config.Cluster) err
 		return wrap(err, "list subnets named %s", n.subnet)
 	}
 	for _, sn := range list {
-		if Owned(sn.Tags, n.cluster) || describedOwned(sn.Description, n.cluster) {
+		if c.owner(n.cluster).owns(subnetAttrs(sn)) {
 			inv := &netInventory{names: n, cidr: cluster.Network.Cluster.CIDR, subnet: &sn}
 			if err := inv.checkCIDR(); err != nil {
 				return err
@@ -133,7 +133,7 @@ func (c *Cloud) readPorts(ctx context.Context, inv *netInventory, machines []pro
 	if inv.net == nil {
 		return nil
 	}
-	all, err := listAll(ctx, ports.List(c.network, ports.ListOpts{NetworkID: inv.net.ID}), ports.ExtractPorts)
+	all, err := listAll(ctx, ports.List(c.network, ports.ListOpts{NetworkID: inv.net.ID, ProjectID: c.projectID}), ports.ExtractPorts)
 	if err != nil {
 		return wrap(err, "list ports of network %s", inv.names.net)
 	}
@@ -152,7 +152,7 @@ func (c *Cloud) readPorts(ctx context.Context, inv *netInventory, machines []pro
 			inv.iface = inv.iface || (inv.router != nil && p.DeviceID == inv.router.ID && inv.subnet != nil && onSubnet(p, inv.subnet.ID))
 		case isDesired(p):
 			byName[p.Name] = append(byName[p.Name], p)
-		case p.DeviceID == "" && machinePortOwned(p, cluster):
+		case p.DeviceID == "" && machinePortOwned(p, inv.owner):
 			inv.orphans = append(inv.orphans, p)
 		}
 	}
@@ -171,13 +171,13 @@ func (c *Cloud) readPorts(ctx context.Context, inv *netInventory, machines []pro
 	return nil
 }
 
-// machinePortOwned reports a machine port of cluster: tagged with a role,
-// or carrying the description marker (a run ended before tagging it).
-func machinePortOwned(p ports.Port, cluster string) bool {
-	if describedOwned(p.Description, cluster) && !Owned(p.Tags, cluster) {
-		return true
+// machinePortOwned reports a machine port of o: tagged with a role, or
+// carrying the description marker (a run ended before tagging it).
+func machinePortOwned(p ports.Port, o owner) bool {
+	if o.tagged(portAttrs(p)) {
+		return slices.ContainsFunc(p.Tags, func(t string) bool { return strings.HasPrefix(t, RoleTag("")) })
 	}
-	return Owned(p.Tags, cluster) && slices.ContainsFunc(p.Tags, func(t string) bool { return strings.HasPrefix(t, RoleTag("")) })
+	return o.described(portAttrs(p))
 }
 
 // keepServedPorts drops from the orphans every port named after an owned
@@ -210,7 +210,7 @@ func (c *Cloud) readFloatingIPs(ctx context.Context, inv *netInventory) error {
 		return wrap(err, "list floating ips described %s", strings.Join(names, " or "))
 	}
 	for _, name := range names {
-		mine := slices.DeleteFunc(slices.Clone(all), func(f floatingips.FloatingIP) bool { return baseDescription(f.Description, inv.names.cluster) != name })
+		mine := slices.DeleteFunc(slices.Clone(all), func(f floatingips.FloatingIP) bool { return inv.owner.base(f.Description) != name })
 		f, err := pickOwned(inv, c.fipLookup(inv.names.cluster, name), mine)
 		if err != nil {
 			return err
@@ -220,14 +220,6 @@ func (c *Cloud) readFloatingIPs(ctx context.Context, inv *netInventory) error {
 		}
 	}
 	return nil
-}
-
-// describedAs lists floating IPs whose description is any of the values
-// (Neutron ORs a repeated filter).
-type describedAs []string
-
-func (d describedAs) ToFloatingIPListQuery() (string, error) {
-	return "?" + url.Values{"description": d}.Encode(), nil
 }
 
 // externalNetwork looks openstack.external_net up by name (read-only).
@@ -263,7 +255,9 @@ func findOwned[T any](ctx context.Context, inv *netInventory, l lookup[T]) (*T, 
 // several owned ones (Neutron names are not unique). A resource carrying
 // the cluster's description marker without its tags is owned: a run ended
 // between creating and tagging it; it is noted in inv.untagged, for the
-// reconcile to finish.
+// reconcile to finish. A resource of another project (which the lists
+// filter out; a cloud ignoring the filter) is neither adopted nor refused:
+// names are the project's own, and no project's run is blocked by another's.
 func pickOwned[T any](inv *netInventory, l lookup[T], found []T) (*T, error) {
 	cluster := inv.names.cluster
 	var mine []T
@@ -272,9 +266,10 @@ func pickOwned[T any](inv *netInventory, l lookup[T], found []T) (*T, error) {
 	for _, x := range found {
 		a := l.attrs(x)
 		switch {
-		case Owned(a.tags, cluster):
+		case a.project != inv.owner.project:
+		case inv.owner.tagged(a):
 			mine, owned, half = append(mine, x), append(owned, a.id), append(half, false)
-		case describedOwned(a.desc, cluster):
+		case inv.owner.described(a):
 			mine, owned, half = append(mine, x), append(owned, a.id), append(half, true)
 		default:
 			foreign = append(foreign, a.id)

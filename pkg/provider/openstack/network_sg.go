@@ -124,6 +124,10 @@ func (k ruleKey) describe(group string) string {
 	return s + " from anywhere"
 }
 
+// sgDescription is the cluster security group's description, before the
+// ownership marker (the reference's).
+func sgDescription(cluster string) string { return cluster + " kubernetes cluster security group" }
+
 // securityGroup creates the cluster security group when it is missing.
 func (r *netReconciler) securityGroup(ctx context.Context) error {
 	if r.inv.sg != nil {
@@ -134,7 +138,7 @@ func (r *netReconciler) securityGroup(ctx context.Context) error {
 		g, err := createOwned(ctx, r.c, r.plan, neutronCreate[groups.SecGroup]{
 			lookup: r.c.sgLookup(n),
 			create: func(ctx context.Context) (*groups.SecGroup, error) {
-				desc := ownerDescription(n.cluster, n.cluster+" kubernetes cluster security group")
+				desc := r.inv.owner.description(sgDescription(n.cluster))
 				return groups.Create(ctx, r.c.network, groups.CreateOpts{Name: n.sg, Description: desc}).Extract()
 			},
 			del: r.c.deleteSecurityGroup,

@@ -136,19 +136,27 @@ func newNetLab(t *testing.T, cfg labos.Config, o openstack.Options, c netCluster
 	return l
 }
 
-// configure writes cluster.yaml and reloads it, as a user's edit does.
-func (l *netLab) configure(t *testing.T, c netCluster) {
+// loadCluster writes clusterYAML and a secrets.yaml holding cred into dir
+// and loads them, as a run does.
+func loadCluster(t *testing.T, dir, clusterYAML string, cred labos.AppCredential) *config.Cluster {
 	t.Helper()
-	secrets := fmt.Sprintf("openstack:\n  credential_id: %s\n  credential_secret: %s\n", l.cred.ID, l.cred.Secret)
-	for name, data := range map[string]string{"cluster.yaml": c.yaml(l.lab.AuthURL(), l.lab.Region()), "secrets.yaml": secrets} {
-		if err := os.WriteFile(filepath.Join(l.dir, name), []byte(data), 0o600); err != nil {
+	secrets := fmt.Sprintf("openstack:\n  credential_id: %s\n  credential_secret: %s\n", cred.ID, cred.Secret)
+	for name, data := range map[string]string{"cluster.yaml": clusterYAML, "secrets.yaml": secrets} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
-	cfg, err := config.Load(l.dir, config.LoadOptions{NeedCredentials: true})
+	cfg, err := config.Load(dir, config.LoadOptions{NeedCredentials: true})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cfg
+}
+
+// configure writes cluster.yaml and reloads it, as a user's edit does.
+func (l *netLab) configure(t *testing.T, c netCluster) {
+	t.Helper()
+	cfg := loadCluster(t, l.dir, c.yaml(l.lab.AuthURL(), l.lab.Region()), l.cred)
 	spec := provider.NetworkSpec{Cluster: cfg}
 	for _, m := range cfg.Hostnames() {
 		spec.Machines = append(spec.Machines, provider.MachineNet{Hostname: m.Hostname, Role: m.Role, Pool: m.Pool})

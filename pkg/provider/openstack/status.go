@@ -31,30 +31,28 @@ func (c *Cloud) Status(ctx context.Context, cluster *config.Cluster) (*provider.
 		return nil, err
 	}
 	st.Resources["servers"] = len(owned)
-	// Neutron (Zed) answers 500 to tags combined with tags-any: filter by the
-	// cluster tag and check the managed-by marker here.
-	tags := ClusterTag(name)
+	o, tag := c.owner(name), c.taggedQuery(name)
 	for _, k := range []struct {
 		kind  string
 		count func() (int, error)
 	}{
 		{"ports", func() (int, error) {
-			return countOwned(ctx, ports.List(c.network, ports.ListOpts{Tags: tags}), ports.ExtractPorts, func(x ports.Port) []string { return x.Tags }, name)
+			return countOwned(ctx, o, ports.List(c.network, tag), ports.ExtractPorts, portAttrs)
 		}},
 		{"floatingips", func() (int, error) {
-			return countOwned(ctx, floatingips.List(c.network, floatingips.ListOpts{Tags: tags}), floatingips.ExtractFloatingIPs, func(x floatingips.FloatingIP) []string { return x.Tags }, name)
+			return countOwned(ctx, o, floatingips.List(c.network, tag), floatingips.ExtractFloatingIPs, fipAttrs)
 		}},
 		{"networks", func() (int, error) {
-			return countOwned(ctx, networks.List(c.network, networks.ListOpts{Tags: tags}), networks.ExtractNetworks, func(x networks.Network) []string { return x.Tags }, name)
+			return countOwned(ctx, o, networks.List(c.network, tag), extractNetworks, netAttrs)
 		}},
 		{"subnets", func() (int, error) {
-			return countOwned(ctx, subnets.List(c.network, subnets.ListOpts{Tags: tags}), subnets.ExtractSubnets, func(x subnets.Subnet) []string { return x.Tags }, name)
+			return countOwned(ctx, o, subnets.List(c.network, tag), subnets.ExtractSubnets, subnetAttrs)
 		}},
 		{"routers", func() (int, error) {
-			return countOwned(ctx, routers.List(c.network, routers.ListOpts{Tags: tags}), routers.ExtractRouters, func(x routers.Router) []string { return x.Tags }, name)
+			return countOwned(ctx, o, routers.List(c.network, tag), routers.ExtractRouters, routerAttrs)
 		}},
 		{"security_groups", func() (int, error) {
-			return countOwned(ctx, groups.List(c.network, groups.ListOpts{Tags: tags}), groups.ExtractGroups, func(x groups.SecGroup) []string { return x.Tags }, name)
+			return countOwned(ctx, o, groups.List(c.network, groups.ListOpts{Tags: ClusterTag(name), ProjectID: c.projectID}), groups.ExtractGroups, sgAttrs)
 		}},
 	} {
 		n, err := k.count()
@@ -66,20 +64,15 @@ func (c *Cloud) Status(ctx context.Context, cluster *config.Cluster) (*provider.
 	return st, nil
 }
 
-// countOwned counts the listed resources that carry cluster's ownership
-// markers.
-func countOwned[T any](ctx context.Context, pager pagination.Pager, extract func(pagination.Page) ([]T, error), tags func(T) []string, cluster string) (int, error) {
-	pages, err := pager.AllPages(ctx)
-	if err != nil {
-		return 0, err
-	}
-	list, err := extract(pages)
+// countOwned counts the listed resources that carry o's ownership tags.
+func countOwned[T any](ctx context.Context, o owner, pager pagination.Pager, extract func(pagination.Page) ([]T, error), attrsOf func(T) attrs) (int, error) {
+	list, err := listAll(ctx, pager, extract)
 	if err != nil {
 		return 0, err
 	}
 	n := 0
 	for _, x := range list {
-		if Owned(tags(x), cluster) {
+		if o.tagged(attrsOf(x)) {
 			n++
 		}
 	}
