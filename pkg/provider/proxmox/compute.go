@@ -239,6 +239,9 @@ func (c *Cloud) createVM(ctx context.Context, cluster *config.Cluster, j vmJob, 
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.opts.RequestTimeout)
 	defer cancel()
+	if errors.Is(err, errUnsettled) && vmid > 0 {
+		return 0, err // the VM may still appear: the next run adopts it, with its ISO
+	}
 	if vmid > 0 {
 		ours, oerr := c.vmOwned(cctx, cluster, j.spec.Machine, j.node, vmid)
 		if ours || oerr != nil {
@@ -276,6 +279,9 @@ func (c *Cloud) postVM(ctx context.Context, cluster *config.Cluster, j vmJob, al
 	err = c.settle(ctx, what, func(ctx context.Context) error {
 		return c.client.Post(ctx, "/nodes/"+j.node+"/qemu", vmConfig(cluster, j, vmid), &upid)
 	}, func(ctx context.Context) (bool, error) {
+		if err := c.awaitTasks(ctx, j.node, "qmcreate", strconv.Itoa(vmid)); err != nil {
+			return false, err
+		}
 		_, found, err := c.vmConf(ctx, j.node, vmid)
 		return found, err
 	})
