@@ -10,10 +10,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	goproxmox "github.com/luthermonson/go-proxmox"
 
 	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/lab/inventory"
@@ -247,4 +250,95 @@ func TestLateCreate_ALookThatFailsIsAnErrorNotASecondCreate(t *testing.T) {
 	if isos := l.cidataISOs(); len(isos) != 1 {
 		t.Errorf("cidata ISOs %v, want the late VM's", isos)
 	}
+}
+
+// A create proven not applied (a cidata upload answered 503: pveproxy
+// answers it before acting, and a streamed upload is not replayed by the
+// transport) is sent again at once, not after the late window; a create
+// refused with an answer (500) fails at once, sent once.
+func TestLateCreate_ARequestNeverAppliedIsNotWaitedFor(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, path string
+		status     int
+		wantErr    bool
+	}{
+		{"upload 503 is sent again", uploadPath, http.StatusServiceUnavailable, false},
+		{"VM create 500 fails", "/api2/json/nodes/pve1/qemu", http.StatusInternalServerError, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			l := faultLab(t, "", labnet.Fault{Service: labpx.Service, Method: http.MethodPost, PathPrefix: tc.path, Nth: 1, Status: tc.status})
+			specs := l.machineSpecs(t)
+			start := time.Now()
+			_, err := l.cloud.CreateMachines(t.Context(), l.cfg, specs[:1], &provider.Plan{})
+			if took := time.Since(start); took >= provider.MinLateWindow/2 {
+				t.Errorf("the create took %v: a request never applied waited for a late create", took)
+			}
+			if (err != nil) != tc.wantErr {
+				t.Errorf("create: %v, want an error %v", err, tc.wantErr)
+			}
+			if n := l.arrived(http.MethodPost, tc.path); n != 1+boolInt(!tc.wantErr) {
+				t.Errorf("the lab received %d POST %s", n, tc.path)
+			}
+		})
+	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// A cidata upload answered 504 and never applied, while an older ISO of
+// that name (of a config since changed, left by a run whose VM is gone)
+// is on storage, is not mistaken for applied: after the late window it is
+// sent again, and the VM boots from the new config's ISO.
+func TestLateCreate_AnOldCidataISOIsNoEvidence(t *testing.T) {
+	t.Parallel()
+	ref := faultLab(t, "")
+	spec := ref.machineSpecs(t)[0]
+	if _, err := ref.cloud.CreateMachines(t.Context(), ref.cfg, []provider.MachineSpec{spec}, &provider.Plan{}); err != nil {
+		t.Fatal(err)
+	}
+	want := ref.cidataSizes()
+
+	l := faultLab(t, "", labnet.Fault{Service: labpx.Service, Method: http.MethodPost, PathPrefix: uploadPath, Nth: 2, Status: http.StatusGatewayTimeout})
+	spec = l.machineSpecs(t)[0]
+	old := spec
+	old.Config = append(bytes.Repeat([]byte("# an older config\n"), 400), spec.Config...)
+	if _, err := l.cloud.CreateMachines(t.Context(), l.cfg, []provider.MachineSpec{old}, &provider.Plan{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, call := range []struct{ method, path string }{{"POST", "/nodes/pve1/qemu/100/status/stop"}, {"DELETE", "/nodes/pve1/qemu/100"}} {
+		var upid goproxmox.UPID
+		if err := l.api().Req(t.Context(), call.method, call.path, nil, &upid); err != nil {
+			t.Fatal(err)
+		}
+		if err := goproxmox.NewTask(upid, l.api()).Wait(t.Context(), 5*time.Millisecond, 10*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if stale := l.cidataSizes(); len(stale) != 1 || slices.Equal(stale, want) {
+		t.Fatalf("the older ISO: %v, want one of another size than %v", stale, want)
+	}
+	if _, err := l.cloud.CreateMachines(t.Context(), l.cfg, []provider.MachineSpec{spec}, &provider.Plan{}); err != nil {
+		t.Fatalf("create: %v\nlog:\n%s", err, l.logs)
+	}
+	if got := l.cidataSizes(); !slices.Equal(got, want) {
+		t.Errorf("cidata ISO sizes %v, want the new config's %v\nlog:\n%s", got, want, l.logs)
+	}
+}
+
+// cidataSizes are the sizes of the cidata ISOs on the lab's storages.
+func (l *pxLab) cidataSizes() []uint64 {
+	var out []uint64
+	for _, v := range l.srv.Volumes("pve1", "") {
+		if strings.Contains(v.VolID, "taloscluster-cidata-") {
+			out = append(out, v.Size)
+		}
+	}
+	return out
 }
