@@ -302,23 +302,6 @@ func TestInventory_OwnershipAndAddresses(t *testing.T) {
 	}
 }
 
-func TestInventory_ForeignPoolCommentIsRefused(t *testing.T) {
-	t.Parallel()
-	l := newLab(t, twoNodes(), nil, labCluster{})
-	specs := l.machineSpecs(t)
-	l.post(t, "/pools", map[string]any{"poolid": "taloscluster-c", "comment": "team b's pool"})
-	l.post(t, "/nodes/pve1/qemu", map[string]any{"vmid": 900, "name": "c-controlplane-01", "pool": "taloscluster-c", "tags": "taloscluster;cluster_c;role_controlplane;pool_controlplane"})
-	l.srv.Recorder().Reset()
-	_, err := l.cloud.Inventory(t.Context(), l.cfg)
-	if err == nil || !strings.Contains(err.Error(), `refusing to adopt the Proxmox pool taloscluster-c: its comment is "team b's pool"`) {
-		t.Errorf("inventory: %v", err)
-	}
-	if _, err := l.cloud.CreateMachines(t.Context(), l.cfg, specs, &provider.Plan{}); err == nil || !strings.Contains(err.Error(), "refusing to adopt") {
-		t.Errorf("create: %v", err)
-	}
-	l.noMutations(t)
-}
-
 // A cidata upload answered 503 (it is streamed, so the retrying transport
 // cannot replay it) is uploaded again: the ISO is in memory and
 // an upload under the same name overwrites.

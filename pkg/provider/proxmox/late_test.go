@@ -334,10 +334,8 @@ func TestLateCreate_AnOldCidataISOIsNoEvidence(t *testing.T) {
 // cidataSizes are the sizes of the cidata ISOs on the lab's storages.
 func (l *pxLab) cidataSizes() []uint64 {
 	var out []uint64
-	for _, v := range l.srv.Volumes("pve1", "") {
-		if strings.Contains(v.VolID, "taloscluster-cidata-") {
-			out = append(out, v.Size)
-		}
+	for _, v := range l.cidataVolumes() {
+		out = append(out, v.Size)
 	}
 	return out
 }

@@ -176,13 +176,22 @@ func TestLostAnswers_SDNEndsAsAFaultFreeRun(t *testing.T) {
 	})
 }
 
-// cidataISOs are the cidata ISOs on the lab's storages.
-func (l *pxLab) cidataISOs() []string {
-	var out []string
+// cidataVolumes are the cidata ISOs on the lab's storages.
+func (l *pxLab) cidataVolumes() []labpx.VolumeInfo {
+	var out []labpx.VolumeInfo
 	for _, v := range l.srv.Volumes("pve1", "") {
 		if strings.Contains(v.VolID, "taloscluster-cidata-") {
-			out = append(out, v.VolID)
+			out = append(out, v)
 		}
+	}
+	return out
+}
+
+// cidataISOs are the volume ids of the cidata ISOs on the lab's storages.
+func (l *pxLab) cidataISOs() []string {
+	var out []string
+	for _, v := range l.cidataVolumes() {
+		out = append(out, v.VolID)
 	}
 	return out
 }
