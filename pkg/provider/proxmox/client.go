@@ -83,6 +83,9 @@ type Cloud struct {
 	pre preflightCache
 	// configs caches the VM configs read in this run (vmconfig.go).
 	configs configCache
+	// dups are the unused second VMs of a name the inventory found
+	// (dedupe.go).
+	dups lateDups
 }
 
 var _ provider.Cloud = (*Cloud)(nil)

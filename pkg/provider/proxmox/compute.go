@@ -132,11 +132,7 @@ func (c *Cloud) placeJobs(ctx context.Context, cluster *config.Cluster, specs []
 	}
 	var cpNodes []string
 	if pool != nil {
-		owned, err := ownedMembers(pool, cluster.Name)
-		if err != nil {
-			return nil, err
-		}
-		for _, r := range owned {
+		for _, r := range ownedMembers(pool, cluster.Name) {
 			if machineOf(r, cluster).Role == config.RoleControlPlane {
 				cpNodes = append(cpNodes, r.Node)
 			}

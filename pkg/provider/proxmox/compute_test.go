@@ -292,14 +292,6 @@ func TestInventory_OwnershipAndAddresses(t *testing.T) {
 	if n := len(l.srv.Recorder().Calls()); n > 2+5 {
 		t.Errorf("inventory made %d calls, want 2 pool reads and one agent read per running VM", n)
 	}
-
-	// A second managed VM of the same name aborts.
-	l.post(t, "/nodes/pve2/qemu", map[string]any{"vmid": 902, "name": cp1.Hostname, "pool": "taloscluster-c", "tags": "taloscluster;cluster_c;role_controlplane;pool_controlplane"})
-	_, err := l.cloud.Inventory(t.Context(), l.cfg)
-	want := "duplicate Proxmox VM names among cluster-managed machines: c-controlplane-01 (VMIDs " + cp1.ID + ", 902); the inventory keys machines by name, so rename the VMs so every managed name is unique"
-	if err == nil || err.Error() != want {
-		t.Errorf("duplicate names: %v\nwant %s", err, want)
-	}
 }
 
 // A cidata upload answered 503 (it is streamed, so the retrying transport
