@@ -91,26 +91,54 @@ func buildCidata(hostname string, userData []byte) ([]byte, error) {
 }
 
 // uploadCidata uploads a machine's NoCloud ISO to cidata_storage on node
-// and waits for the copy. An upload overwrites, so one whose answer was
-// lost, or that failed transiently, is simply sent again.
+// and waits for the copy. An upload overwrites, so one that failed
+// transiently is simply sent again; one whose answer was lost is looked
+// for first (settle), as an ISO of that name that was not there before
+// the upload or was written again since (a new ctime), once the import
+// tasks on node have ended.
 func (c *Cloud) uploadCidata(ctx context.Context, cluster *config.Cluster, node, hostname string, userData []byte) error {
 	iso, err := buildCidata(hostname, userData)
 	if err != nil {
 		return err
 	}
-	st := cidataStorage(cluster)
+	st, name := cidataStorage(cluster), CidataFile(cluster.Name, hostname)
 	what := fmt.Sprintf("upload the cidata ISO of %s to %s on %s", hostname, st, node)
-	err = c.settle(ctx, what, func(ctx context.Context) error {
-		upid, err := c.upload(ctx, node, st, CidataFile(cluster.Name, hostname), bytes.NewReader(iso), int64(len(iso)))
-		if err != nil {
-			return err
-		}
-		return c.wait(ctx, "its import", goproxmox.NewTask(upid, c.client))
-	}, func(context.Context) (bool, error) { return false, nil })
+	before, err := c.isoEntry(ctx, node, st, name)
+	if err == nil {
+		err = c.settle(ctx, what, func(ctx context.Context) error {
+			upid, err := c.upload(ctx, node, st, name, bytes.NewReader(iso), int64(len(iso)))
+			if err != nil {
+				return err
+			}
+			return c.wait(ctx, "its import", goproxmox.NewTask(upid, c.client))
+		}, func(ctx context.Context) (bool, error) {
+			// An upload's import task has no id: every one on node counts.
+			if err := c.awaitTasks(ctx, node, "imgcopy", ""); err != nil {
+				return false, err
+			}
+			now, err := c.isoEntry(ctx, node, st, name)
+			return now != nil && (before == nil || now.Ctime != before.Ctime), err
+		})
+	}
 	if err != nil {
 		return fmt.Errorf("%s (proxmox.cidata_storage): %w", what, err)
 	}
 	return nil
+}
+
+// isoEntry is the ISO file name on storage as node lists it; nil when it
+// is not there.
+func (c *Cloud) isoEntry(ctx context.Context, node, storage, name string) (*goproxmox.StorageContent, error) {
+	content, err := c.isoContent(ctx, node, storage)
+	if err != nil {
+		return nil, fmt.Errorf("list the ISOs of %s on %s: %w", storage, node, err)
+	}
+	for i, v := range content {
+		if v.Volid == storage+":iso/"+name {
+			return &content[i], nil
+		}
+	}
+	return nil, nil
 }
 
 // deleteCidata removes a machine's NoCloud ISO from cidata_storage on

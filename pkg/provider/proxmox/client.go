@@ -83,6 +83,9 @@ type Cloud struct {
 	pre preflightCache
 	// configs caches the VM configs read in this run (vmconfig.go).
 	configs configCache
+	// dups are the unused second VMs of a name the inventory found
+	// (dedupe.go).
+	dups lateDups
 }
 
 var _ provider.Cloud = (*Cloud)(nil)
@@ -145,9 +148,17 @@ func httpClient(v config.TLSVerify, dir string, o Options) (*http.Client, error)
 		}
 		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
-	return &http.Client{Transport: &provider.RetryTransport{
+	return &http.Client{CheckRedirect: refuseRedirect, Transport: &provider.RetryTransport{
 		Next: tr, Retries: retries, Timeout: o.RequestTimeout, UploadTimeout: o.TaskTimeout, Logf: o.Logf, Name: "proxmox",
 	}}, nil
+}
+
+// refuseRedirect refuses every redirect. The Proxmox API never redirects,
+// and following one would send the API token (Authorization) again to
+// wherever it points: in clear when that is http:// on the same host,
+// which Go's client does not strip it for.
+func refuseRedirect(req *http.Request, _ []*http.Request) error {
+	return fmt.Errorf("refusing to follow a redirect to %s: the Proxmox API never redirects, and following it would send the API token there; set proxmox.url to the API's own https address", req.URL.Redacted())
 }
 
 // wait waits for task within the task timeout, its status read after

@@ -132,11 +132,7 @@ func (c *Cloud) placeJobs(ctx context.Context, cluster *config.Cluster, specs []
 	}
 	var cpNodes []string
 	if pool != nil {
-		owned, err := ownedMembers(pool, cluster.Name)
-		if err != nil {
-			return nil, err
-		}
-		for _, r := range owned {
+		for _, r := range ownedMembers(pool, cluster.Name) {
 			if machineOf(r, cluster).Role == config.RoleControlPlane {
 				cpNodes = append(cpNodes, r.Node)
 			}
@@ -239,6 +235,9 @@ func (c *Cloud) createVM(ctx context.Context, cluster *config.Cluster, j vmJob, 
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.opts.RequestTimeout)
 	defer cancel()
+	if errors.Is(err, errUnsettled) && vmid > 0 {
+		return 0, err // the VM may still appear: the next run adopts it, with its ISO
+	}
 	if vmid > 0 {
 		ours, oerr := c.vmOwned(cctx, cluster, j.spec.Machine, j.node, vmid)
 		if ours || oerr != nil {
@@ -276,6 +275,9 @@ func (c *Cloud) postVM(ctx context.Context, cluster *config.Cluster, j vmJob, al
 	err = c.settle(ctx, what, func(ctx context.Context) error {
 		return c.client.Post(ctx, "/nodes/"+j.node+"/qemu", vmConfig(cluster, j, vmid), &upid)
 	}, func(ctx context.Context) (bool, error) {
+		if err := c.awaitTasks(ctx, j.node, "qmcreate", strconv.Itoa(vmid)); err != nil {
+			return false, err
+		}
 		_, found, err := c.vmConf(ctx, j.node, vmid)
 		return found, err
 	})

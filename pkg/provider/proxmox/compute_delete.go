@@ -82,7 +82,7 @@ func (c *Cloud) DestroyMachines(ctx context.Context, cluster *config.Cluster, in
 		return err
 	}
 	errs := provider.FanOut(ctx, len(vms), func(ctx context.Context, i int) error { return c.deleteVM(ctx, cluster, vms[i], plan) })
-	if err := errors.Join(errs...); err != nil {
+	if err := errors.Join(append(errs, c.deleteDups(ctx, plan))...); err != nil {
 		return err
 	}
 	return c.deletePool(ctx, cluster, vms, plan)
@@ -98,10 +98,19 @@ func (c *Cloud) deleteVM(ctx context.Context, cluster *config.Cluster, vm vmTarg
 // destroyVM stops the VM if it runs, deletes it and removes its cidata
 // ISO; a VM already gone only loses its ISO.
 func (c *Cloud) destroyVM(ctx context.Context, cluster *config.Cluster, vm vmTarget) error {
+	if err := c.removeVM(ctx, vm); err != nil {
+		return err
+	}
+	return c.deleteCidata(ctx, cluster, vm.node, vm.host)
+}
+
+// removeVM stops the VM if it runs and deletes it with its disks; a VM
+// already gone is done.
+func (c *Cloud) removeVM(ctx context.Context, vm vmTarget) error {
 	status, err := c.vmStatus(ctx, vm)
 	switch {
 	case isMissing(err):
-		return c.deleteCidata(ctx, cluster, vm.node, vm.host)
+		return nil
 	case err != nil:
 		return err
 	case status == "running":
@@ -132,10 +141,7 @@ func (c *Cloud) destroyVM(ctx context.Context, cluster *config.Cluster, vm vmTar
 	if err != nil && !started {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	if err != nil {
-		return err
-	}
-	return c.deleteCidata(ctx, cluster, vm.node, vm.host)
+	return err
 }
 
 // deletePool deletes the cluster's pool (through plan) once no VM is left

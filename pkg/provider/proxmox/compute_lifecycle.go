@@ -24,7 +24,8 @@ func targets(inv *provider.Inventory) ([]vmTarget, error) {
 	return out, errors.Join(errs...)
 }
 
-// ReconcileMachines keeps each owned VM's firewall and config (sizing:
+// ReconcileMachines deletes the unused second VMs of a name the
+// inventory found (deleteDups), keeps each owned VM's firewall and config (sizing:
 // cores and memory pending until the next restart, disk growth; NICs
 // still carrying mtu= on stopped VMs), then starts the stopped VMs, which
 // applies their pending sizing (through plan), at most
@@ -32,6 +33,9 @@ func targets(inv *provider.Inventory) ([]vmTarget, error) {
 func (c *Cloud) ReconcileMachines(ctx context.Context, cluster *config.Cluster, inv *provider.Inventory, plan *provider.Plan) error {
 	vms, err := targets(inv)
 	if err != nil {
+		return err
+	}
+	if err := c.deleteDups(ctx, plan); err != nil {
 		return err
 	}
 	errs := provider.FanOut(ctx, len(vms), func(ctx context.Context, i int) error {

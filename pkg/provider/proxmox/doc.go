@@ -12,14 +12,21 @@
 // (lost.go): after a failure the call is judged by the cloud's state once
 // the tasks it may have started (found by type and id in the node's task
 // list, since a lost answer hides their UPID) have ended, and it is sent
-// again only when it provably did not happen. Per call:
+// again only when it provably did not happen. A busy pveproxy may still
+// hand a request to a worker after the client gave up, so after a failure
+// whose outcome is uncertain "not applied" counts only once the call has
+// been looked for during provider.LateWindow(the request timeout); one
+// refused or never sent (a 503, a refused connection) is sent again at
+// once. Per call:
 //
 //   - VM create (POST nodes/<n>/qemu with its VMID): not idempotent. The
 //     VMID is found instead: a VM holding it with the machine's name,
 //     talosc's description and the cluster's tags (all in the create
 //     itself, as is the pool) is adopted; one without them is refused. A
 //     create proven not applied is sent again under the same VMID, never
-//     under a new one.
+//     under a new one, so one run cannot make two VMs of a machine; a
+//     second one of its name that an earlier run's late create left is
+//     deleted when it was never started (dedupe.go).
 //   - pool create: not idempotent; adopted when the pool exists with
 //     talosc's comment (in the create), refused without it.
 //   - firewall rule add: not idempotent and rules have no id; a rule of
@@ -36,7 +43,10 @@
 //     alias, checked by every later run). SDN deletes: done when the
 //     object is gone from the staged config.
 //   - cidata and boot ISO uploads: an upload under the same name
-//     overwrites, so it is sent again. Uploads run under the caller's
+//     overwrites, so one that failed transiently is sent again; a cidata
+//     upload whose answer was lost is looked for as an ISO of its name
+//     that was not there before or has a new ctime, once the node's
+//     import tasks have ended. Uploads run under the caller's
 //     context (go-proxmox's UploadReader takes none), so Ctrl-C stops
 //     them; Proxmox imports an upload only once it is complete.
 //   - boot ISO download-url: done when the ISO is on the storage once the

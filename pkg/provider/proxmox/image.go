@@ -106,8 +106,8 @@ func (c *Cloud) isoMissing(ctx context.Context, env *Environment, name string) (
 
 // storageISOs lists the volume ids of the ISOs on storage as node sees it.
 func (c *Cloud) storageISOs(ctx context.Context, node, storage string) ([]string, error) {
-	var content []goproxmox.StorageContent
-	if err := c.client.Get(ctx, fmt.Sprintf("/nodes/%s/storage/%s/content?content=iso", url.PathEscape(node), url.PathEscape(storage)), &content); err != nil {
+	content, err := c.isoContent(ctx, node, storage)
+	if err != nil {
 		return nil, err
 	}
 	out := make([]string, len(content))
@@ -115,6 +115,15 @@ func (c *Cloud) storageISOs(ctx context.Context, node, storage string) ([]string
 		out[i] = v.Volid
 	}
 	return out, nil
+}
+
+// isoContent lists the ISOs on storage as node sees it.
+func (c *Cloud) isoContent(ctx context.Context, node, storage string) ([]goproxmox.StorageContent, error) {
+	var content []goproxmox.StorageContent
+	if err := c.client.Get(ctx, fmt.Sprintf("/nodes/%s/storage/%s/content?content=iso", url.PathEscape(node), url.PathEscape(storage)), &content); err != nil {
+		return nil, err
+	}
+	return content, nil
 }
 
 // downloadISO has node fetch the ISO from the Image Factory. A request

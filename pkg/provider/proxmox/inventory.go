@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"net/netip"
 	"net/url"
 	"slices"
@@ -100,41 +99,27 @@ func checkPoolComment(p poolEntry, cluster string) error {
 	return nil
 }
 
-// ownedVMs lists the VMs of the cluster's pool that carry its tags,
-// refusing duplicate names among them.
+// ownedVMs lists the VMs of the cluster's pool that carry its tags, one
+// per name (dedupe).
 func (c *Cloud) ownedVMs(ctx context.Context, cluster string) ([]vmResource, error) {
 	p, err := c.ownedPool(ctx, cluster)
 	if err != nil || p == nil {
 		return nil, err
 	}
-	return ownedMembers(p, cluster)
+	return c.dedupe(ctx, ownedMembers(p, cluster))
 }
 
 // ownedMembers are the members of the cluster's pool p that carry its
-// tags, by name; duplicate names among them are refused.
-func ownedMembers(p *poolEntry, cluster string) ([]vmResource, error) {
+// tags.
+func ownedMembers(p *poolEntry, cluster string) []vmResource {
 	var out []vmResource
-	ids := map[string][]string{}
 	for _, m := range p.Members {
 		tags := splitTags(m.Tags)
-		if m.Type != "qemu" || !slices.Contains(tags, TagManaged) || !slices.Contains(tags, "cluster_"+strings.ToLower(cluster)) {
-			continue
-		}
-		out = append(out, m)
-		ids[m.Name] = append(ids[m.Name], strconv.Itoa(m.VMID))
-	}
-	var dups []string
-	for _, name := range slices.Sorted(maps.Keys(ids)) {
-		if len(ids[name]) > 1 {
-			dups = append(dups, fmt.Sprintf("%s (VMIDs %s)", name, strings.Join(ids[name], ", ")))
+		if m.Type == "qemu" && slices.Contains(tags, TagManaged) && slices.Contains(tags, "cluster_"+strings.ToLower(cluster)) {
+			out = append(out, m)
 		}
 	}
-	if len(dups) > 0 {
-		return nil, fmt.Errorf("duplicate Proxmox VM names among cluster-managed machines: %s; the inventory keys machines by name, so rename the VMs so every managed name is unique",
-			strings.Join(dups, "; "))
-	}
-	slices.SortFunc(out, func(a, b vmResource) int { return strings.Compare(a.Name, b.Name) })
-	return out, nil
+	return out
 }
 
 // Inventory runs the environment preflight (once per cluster), then lists

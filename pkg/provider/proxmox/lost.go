@@ -7,12 +7,14 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"syscall"
 	"time"
 
 	goproxmox "github.com/luthermonson/go-proxmox"
 
 	"github.com/talosc/talosc/pkg/ctxwait"
+	"github.com/talosc/talosc/pkg/provider"
 )
 
 // uncertain reports a failure after which a mutating request may or may
@@ -40,23 +42,30 @@ func retryable(ctx context.Context, err error) bool {
 	return uncertain(ctx, err) || (ctx.Err() == nil && errors.Is(err, syscall.ECONNREFUSED))
 }
 
+// errUnsettled marks a failure after which whether the call was applied
+// is unknown: the look that should have told failed or was cut short.
+var errUnsettled = errors.New("whether it was applied is unknown")
+
 // settle runs send, a mutating call that is not idempotent or whose task
 // id a lost answer hides, so that a lost answer neither repeats it nor
 // reads as a failure: after any failure applied finds out from the
 // cloud's state whether the call took effect (true ends it as a success;
 // an error refuses, e.g. an object of that id that is not talosc's); a
 // call proven not applied is sent again when its failure was transient.
-// what names the call in the log; the error returned is send's.
+// After a failure whose outcome is uncertain, "not applied" counts only
+// once lookLate has looked for the request's late window. what names
+// the call in the log; the error returned is send's (wrapping
+// errUnsettled when applied could not tell).
 func (c *Cloud) settle(ctx context.Context, what string, send func(context.Context) error, applied func(context.Context) (bool, error)) error {
 	for attempt := 0; ; attempt++ {
 		err := send(ctx)
 		if err == nil || ctx.Err() != nil {
 			return err
 		}
-		ok, aerr := applied(ctx)
+		ok, aerr := c.lookLate(ctx, err, applied)
 		switch {
 		case aerr != nil:
-			return fmt.Errorf("%w; whether it was applied is unknown: %w", err, aerr)
+			return fmt.Errorf("%w; %w: %w", err, errUnsettled, aerr)
 		case ok:
 			c.opts.Logf("proxmox: %s: %v; it was applied, going on", what, err)
 			return nil
@@ -70,21 +79,54 @@ func (c *Cloud) settle(ctx context.Context, what string, send func(context.Conte
 	}
 }
 
+// lookLate asks applied whether a call that failed with err took effect.
+// A call refused or never sent (a 503, a refused connection, an answer)
+// is asked about once. One whose outcome is uncertain (a 502, a 504, a
+// reset, a timed-out attempt) may still be applied after the client gave
+// up: pveproxy hands a queued request to a pvedaemon worker, which
+// starts its task, seconds later. So "not applied" counts only once
+// applied has said so for provider.LateWindow(the request timeout)
+// (provider.AwaitLate; seam.go, "A late create"); applied itself waits
+// for the running tasks that could have made it (awaitTasks).
+func (c *Cloud) lookLate(ctx context.Context, err error, applied func(context.Context) (bool, error)) (bool, error) {
+	window := time.Duration(0)
+	if uncertain(ctx, err) {
+		window = provider.LateWindow(c.opts.RequestTimeout)
+	}
+	found, err := provider.AwaitLate(ctx, window, func(ctx context.Context) ([]struct{}, error) {
+		ok, err := applied(ctx)
+		if !ok {
+			return nil, err
+		}
+		return []struct{}{{}}, err
+	})
+	return len(found) > 0, err
+}
+
 // activeTask is a running task as GET nodes/<node>/tasks lists it.
 type activeTask struct {
 	UPID goproxmox.UPID `json:"upid"`
+	ID   string         `json:"id"`
 }
 
 // awaitTasks waits for the running tasks of type typ on node whose id is
-// id (a VMID, a file name): the tasks a request whose answer was lost may
-// have started.
+// id (a VMID, a file name; "" for any, as an upload's "imgcopy" task has
+// none): the tasks a request whose answer was lost may have started. The
+// task index takes only a VMID as its vmid filter, so other ids are
+// matched here.
 func (c *Cloud) awaitTasks(ctx context.Context, node, typ, id string) error {
-	q := url.Values{"typefilter": {typ}, "vmid": {id}, "source": {"active"}}
+	q := url.Values{"typefilter": {typ}, "source": {"active"}}
+	if _, err := strconv.Atoi(id); err == nil {
+		q.Set("vmid", id)
+	}
 	var tasks []activeTask
 	if err := c.client.Get(ctx, "/nodes/"+url.PathEscape(node)+"/tasks?"+q.Encode(), &tasks); err != nil {
 		return fmt.Errorf("list the running %s tasks of %s on %s: %w", typ, id, node, err)
 	}
 	for _, t := range tasks {
+		if id != "" && t.ID != id {
+			continue
+		}
 		// Its outcome is read from the state afterwards; only its end counts.
 		if err := goproxmox.NewTask(t.UPID, c.client).Wait(ctx, c.opts.Poll, c.opts.TaskTimeout); err != nil && !goproxmox.IsTaskFailed(err) {
 			return fmt.Errorf("wait for task %s: %w", t.UPID, err)

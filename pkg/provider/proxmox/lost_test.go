@@ -36,16 +36,23 @@ var lostAs = []struct {
 func faultLab(t *testing.T, netCluster string, faults ...labnet.Fault) *pxLab {
 	t.Helper()
 	l := newLab(t, labpx.Options{DatacenterFirewall: true, Injector: labnet.NewInjector(labnet.Knobs{Faults: faults})}, nil, labCluster{netCluster: netCluster})
+	l.connectFast(t)
+	return l
+}
+
+// connectFast connects l's Cloud to l.cfg's URL with faultLab's short
+// budgets and forgets the calls it made.
+func (l *pxLab) connectFast(t *testing.T) {
+	t.Helper()
 	var err error
 	l.cloud, err = proxmox.Connect(t.Context(), l.cfg, proxmox.Options{
 		Poll: 10 * time.Millisecond, TaskTimeout: 3 * time.Second, RequestTimeout: time.Second,
-		Logf: func(format string, args ...any) { fmt.Fprintf(l.logs, format+"\n", args...) },
+		Logf: l.logs.Logf,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	l.srv.Recorder().Reset()
-	return l
 }
 
 // lifecycle runs what a converge and a destroy do to the lab's VMs: the
@@ -169,13 +176,22 @@ func TestLostAnswers_SDNEndsAsAFaultFreeRun(t *testing.T) {
 	})
 }
 
-// cidataISOs are the cidata ISOs on the lab's storages.
-func (l *pxLab) cidataISOs() []string {
-	var out []string
+// cidataVolumes are the cidata ISOs on the lab's storages.
+func (l *pxLab) cidataVolumes() []labpx.VolumeInfo {
+	var out []labpx.VolumeInfo
 	for _, v := range l.srv.Volumes("pve1", "") {
 		if strings.Contains(v.VolID, "taloscluster-cidata-") {
-			out = append(out, v.VolID)
+			out = append(out, v)
 		}
+	}
+	return out
+}
+
+// cidataISOs are the volume ids of the cidata ISOs on the lab's storages.
+func (l *pxLab) cidataISOs() []string {
+	var out []string
+	for _, v := range l.cidataVolumes() {
+		out = append(out, v.VolID)
 	}
 	return out
 }

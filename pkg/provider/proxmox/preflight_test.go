@@ -1,12 +1,12 @@
 package proxmox_test
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,7 +26,28 @@ type pxLab struct {
 	srv   *labpx.Server
 	cloud *proxmox.Cloud
 	cfg   *config.Cluster
-	logs  *bytes.Buffer
+	logs  *logSink
+}
+
+// logSink collects a Cloud's log lines; the Cloud logs from concurrent
+// requests and retries, so every write and read holds its lock.
+type logSink struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+// Logf is the Cloud's Options.Logf.
+func (s *logSink) Logf(format string, args ...any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fmt.Fprintf(&s.b, format+"\n", args...)
+}
+
+// String is everything logged so far.
+func (s *logSink) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // labCluster is a cluster.yaml for the lab; extra is appended to the
@@ -56,11 +77,11 @@ func newLab(t *testing.T, o labpx.Options, acl []labpx.ACL, c labCluster) *pxLab
 	}
 	t.Cleanup(func() { _ = srv.Close() })
 	srv.OnUnhandled(func(method, path string) { t.Errorf("unhandled request %s %s", method, path) })
-	l := &pxLab{srv: srv, logs: &bytes.Buffer{}}
+	l := &pxLab{srv: srv, logs: &logSink{}}
 	l.cfg = writeCluster(t, srv, c)
 	l.cloud, err = proxmox.Connect(t.Context(), l.cfg, proxmox.Options{
 		Poll: 10 * time.Millisecond, TaskTimeout: 10 * time.Second,
-		Logf: func(format string, args ...any) { fmt.Fprintf(l.logs, format+"\n", args...) },
+		Logf: l.logs.Logf,
 	})
 	if err != nil {
 		t.Fatal(err)

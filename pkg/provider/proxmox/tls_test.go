@@ -51,7 +51,8 @@ func TestConnect_TLSVerify(t *testing.T) {
 			var reached atomic.Int32
 			srv := pveTLS(t, &reached)
 			cfg := &config.Cluster{Dir: dir, Proxmox: &config.Proxmox{URL: srv.URL, TLSVerify: tc.verify, TokenID: "u@pve!t", TokenSecret: "tok-secret"}}
-			_, err := proxmox.Connect(t.Context(), cfg, proxmox.Options{RequestTimeout: 5 * time.Second})
+			// Loading the system roots takes seconds under -race on a busy machine.
+			_, err := proxmox.Connect(t.Context(), cfg, proxmox.Options{RequestTimeout: 30 * time.Second})
 			if !tc.refused {
 				if err != nil {
 					t.Fatalf("Connect: %v", err)
