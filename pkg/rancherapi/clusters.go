@@ -14,12 +14,35 @@ import (
 
 // Cluster is a Rancher management cluster as v3 shows it.
 type Cluster struct {
-	ID         string      `json:"id"`
-	Name       string      `json:"name"`
-	State      string      `json:"state"`
-	Driver     string      `json:"driver"`
-	Removed    string      `json:"removed"`
-	Conditions []Condition `json:"conditions"`
+	ID          string            `json:"id"`
+	Name        string            `json:"name"`
+	State       string            `json:"state"`
+	Driver      string            `json:"driver"`
+	Removed     string            `json:"removed"`
+	Conditions  []Condition       `json:"conditions"`
+	Labels      map[string]string `json:"labels"`
+	Annotations map[string]string `json:"annotations"`
+}
+
+// talosc's marker on the Rancher clusters it creates: the label says
+// talosc made it, the annotation for which cluster (ClusterOf).
+const (
+	// ManagedByLabel is set to ManagedBy on every cluster talosc creates.
+	ManagedByLabel = "talosc.dev/managed-by"
+	// ManagedBy is ManagedByLabel's value.
+	ManagedBy = "talosc"
+	// IdentityAnnotation holds the identity of the cluster talosc imported
+	// (the fingerprint of its Kubernetes CA): a later cluster of the same
+	// name has another.
+	IdentityAnnotation = "talosc.dev/cluster-identity"
+)
+
+// Marked reports a cluster talosc created, for whichever cluster.
+func (c Cluster) Marked() bool { return c.Labels[ManagedByLabel] == ManagedBy }
+
+// MarkedFor reports a cluster talosc created for the cluster of identity.
+func (c Cluster) MarkedFor(identity string) bool {
+	return c.Marked() && identity != "" && c.Annotations[IdentityAnnotation] == identity
 }
 
 // Condition is one of a cluster's conditions.
@@ -91,12 +114,17 @@ func (c *Client) Cluster(ctx context.Context, id string) (*Cluster, error) {
 	return &x, nil
 }
 
-// CreateCluster makes an import cluster named name. An answer lost after
-// Rancher may have made it is settled by looking the name up again, and a
-// NotUnique answer to a retry of a create that did happen likewise.
-func (c *Client) CreateCluster(ctx context.Context, name string) (*Cluster, error) {
+// CreateCluster makes an import cluster named name, marked as talosc's
+// for the cluster of identity. An answer lost after Rancher may have made
+// it is settled by looking the name up again, and a NotUnique answer to a
+// retry of a create that did happen likewise.
+func (c *Client) CreateCluster(ctx context.Context, name, identity string) (*Cluster, error) {
 	var x Cluster
-	err := c.do(ctx, http.MethodPost, "/v3/clusters", nil, map[string]any{"type": "cluster", "name": name}, &x)
+	body := map[string]any{
+		"type": "cluster", "name": name,
+		"labels": map[string]string{ManagedByLabel: ManagedBy}, "annotations": map[string]string{IdentityAnnotation: identity},
+	}
+	err := c.do(ctx, http.MethodPost, "/v3/clusters", nil, body, &x)
 	if err == nil {
 		return &x, nil
 	}

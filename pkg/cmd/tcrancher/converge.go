@@ -60,7 +60,7 @@ func converge(ctx context.Context, c *plugin.Context) (plugin.Result, error) {
 	if v == importNew {
 		plan = append(plan, state.Change{Action: state.ActionCreate, Kind: "rancher:cluster", Name: o.name, Detail: "import into " + s.url})
 		if !c.DryRun {
-			cl, err := s.rancher.CreateCluster(ctx, o.name)
+			cl, err := s.rancher.CreateCluster(ctx, o.name, o.identity)
 			if err != nil {
 				return plugin.Result{}, err
 			}

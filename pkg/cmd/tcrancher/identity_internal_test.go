@@ -7,11 +7,19 @@ import (
 )
 
 // TestRA4_Decide is the identity table: the Rancher cluster of this name
-// is reused only when the downstream agent proves it this cluster's.
+// is reused only when the downstream agent proves it this cluster's, or,
+// pending with no agent anywhere, when it carries talosc's marker for
+// this cluster (audit M3).
 func TestRA4_Decide(t *testing.T) {
 	t.Parallel()
 	const url = "https://rancher.lab"
 	pending := &rancherapi.Cluster{ID: "c-aaaaa", Name: "demo"}
+	marked := func(identity string) *rancherapi.Cluster {
+		return &rancherapi.Cluster{
+			ID: "c-aaaaa", Name: "demo", Labels: map[string]string{rancherapi.ManagedByLabel: rancherapi.ManagedBy},
+			Annotations: map[string]string{rancherapi.IdentityAnnotation: identity},
+		}
+	}
 	active := &rancherapi.Cluster{ID: "c-aaaaa", Name: "demo", Driver: "imported", Conditions: []rancherapi.Condition{{Type: "Connected", Status: "True"}}}
 	ours := rancherapi.Agent{Installed: true, URL: url, ClusterID: "c-aaaaa"}
 	registered := rancherapi.Agent{Installed: true, URL: url + "/"}
@@ -25,7 +33,10 @@ func TestRA4_Decide(t *testing.T) {
 		want    verdict
 	}{
 		{"nothing anywhere", nil, rancherapi.Agent{}, false, importNew},
-		{"pending, no agent", pending, rancherapi.Agent{}, false, resumeImport},
+		{"pending, no agent", pending, rancherapi.Agent{}, false, mismatch},
+		{"pending, talosc's for this cluster, no agent", marked("id-this"), rancherapi.Agent{}, false, resumeImport},
+		{"pending, talosc's for an earlier cluster, no agent", marked("id-earlier"), rancherapi.Agent{}, false, mismatch},
+		{"pending, talosc's label without an identity, no agent", marked(""), rancherapi.Agent{}, false, mismatch},
 		{"connected elsewhere, no agent here", active, rancherapi.Agent{}, false, mismatch},
 		{"agent with the cluster's id", active, ours, false, attached},
 		{"agent registered with one of its tokens", pending, registered, true, attached},
@@ -36,7 +47,7 @@ func TestRA4_Decide(t *testing.T) {
 		{"agent of this Rancher, no cluster", nil, ours, false, orphanAgent},
 		{"registered agent, no cluster", nil, registered, false, orphanAgent},
 	} {
-		o := observed{name: "demo", url: url, cluster: tc.cluster, agent: tc.agent, tokenOfCluster: tc.token}
+		o := observed{name: "demo", url: url, cluster: tc.cluster, agent: tc.agent, tokenOfCluster: tc.token, identity: "id-this"}
 		if got, why := o.decide(); got != tc.want || (got >= mismatch) != (why != "") {
 			t.Errorf("%s: %d %q, want %d", tc.name, got, why, tc.want)
 		}

@@ -55,6 +55,9 @@ func open(c *plugin.Context) (*session, error) {
 func (s *session) observe(ctx context.Context) (observed, error) {
 	o := observed{name: s.ctx.Config.Name, url: s.url}
 	var err error
+	if o.identity, err = s.identity(); err != nil {
+		return o, err
+	}
 	if o.cluster, err = s.rancher.FindCluster(ctx, o.name); err != nil {
 		return o, err
 	}
@@ -67,6 +70,20 @@ func (s *session) observe(ctx context.Context) (observed, error) {
 		}
 	}
 	return o, nil
+}
+
+// identity is the downstream cluster's (kubeIdentity), from the CA its
+// kubeconfig trusts.
+func (s *session) identity() (string, error) {
+	rc := s.kube.RESTConfig()
+	ca := rc.CAData
+	if len(ca) == 0 && rc.CAFile != "" {
+		var err error
+		if ca, err = os.ReadFile(rc.CAFile); err != nil {
+			return "", fmt.Errorf("the cluster's kubeconfig: %w", err)
+		}
+	}
+	return kubeIdentity(ca)
 }
 
 // logf tells the human.
