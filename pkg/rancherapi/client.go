@@ -57,6 +57,10 @@ type Client struct {
 	base  *url.URL
 	token string
 	http  *http.Client
+	// timeout bounds one request (Options.Timeout); the late window of a
+	// lost create is derived from it.
+	timeout time.Duration
+	logf    func(format string, args ...any)
 }
 
 // New returns a client; it does not touch the network.
@@ -79,7 +83,7 @@ func New(o Options) (*Client, error) {
 		}
 		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
-	return &Client{base: base, token: o.Token, http: &http.Client{
+	return &Client{base: base, token: o.Token, timeout: o.Timeout, logf: o.Logf, http: &http.Client{
 		Transport: &provider.RetryTransport{
 			Next: tr, Retries: retries, Timeout: o.Timeout, UploadTimeout: o.Timeout, Logf: o.Logf, Name: "rancher",
 			RedactPath: redactImportURL,
