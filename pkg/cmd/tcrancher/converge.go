@@ -52,7 +52,10 @@ func converge(ctx context.Context, c *plugin.Context) (plugin.Result, error) {
 	if v != importNew && v != resumeImport && v != attached {
 		return plugin.Result{}, errors.New(why)
 	}
-	var plan []state.Change
+	plan, err := s.dropDuplicates(ctx, o, c.DryRun)
+	if err != nil {
+		return plugin.Result{Plan: plan}, err
+	}
 	id := ""
 	if o.cluster != nil {
 		id = o.cluster.ID

@@ -25,6 +25,9 @@ type observed struct {
 	// identity is this cluster's (kubeIdentity), the one talosc marks the
 	// Rancher clusters it creates with.
 	identity string
+	// duplicates are more Rancher clusters of this name, talosc's for this
+	// cluster and unused, beside cluster (session.pick).
+	duplicates []rancherapi.Cluster
 }
 
 // verdict is what the identity allows.

@@ -1,6 +1,7 @@
 package tcrancher
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/talosc/talosc/pkg/rancherapi"
@@ -84,5 +85,36 @@ func TestRA7_Reconcile(t *testing.T) {
 	}
 	if len(removed) != 2 || removed[0] != "crtb-2" || removed[1] != "crtb-3" {
 		t.Errorf("remove %v, want alice's duplicate and bob's member binding", removed)
+	}
+}
+
+// TestPick_DuplicatesOfALateCreate: several Rancher clusters of this name
+// are resolved only when each carries talosc's marker for this cluster:
+// the one in use (connected) is kept and the unused ones are dropped; two
+// in use, or one not talosc's for this cluster, are refused naming them.
+func TestPick_DuplicatesOfALateCreate(t *testing.T) {
+	t.Parallel()
+	ours := func(id string, connected bool) rancherapi.Cluster {
+		c := rancherapi.Cluster{
+			ID: id, Name: "demo", Labels: map[string]string{rancherapi.ManagedByLabel: rancherapi.ManagedBy},
+			Annotations: map[string]string{rancherapi.IdentityAnnotation: "id-this"},
+		}
+		if connected {
+			c.Driver = "imported"
+		}
+		return c
+	}
+	foreign := rancherapi.Cluster{ID: "c-ccccc", Name: "demo"}
+	o := observed{name: "demo", identity: "id-this"}
+	s := &session{}
+	keep, drop, err := s.pick(t.Context(), o, []rancherapi.Cluster{ours("c-aaaaa", false), ours("c-bbbbb", true)})
+	if err != nil || keep.ID != "c-bbbbb" || len(drop) != 1 || drop[0].ID != "c-aaaaa" {
+		t.Errorf("one connected, one pending: keep %v, drop %v, %v; want c-bbbbb kept, c-aaaaa dropped", keep, drop, err)
+	}
+	if _, _, err := s.pick(t.Context(), o, []rancherapi.Cluster{ours("c-aaaaa", true), ours("c-bbbbb", true)}); err == nil || !strings.Contains(err.Error(), "c-aaaaa, c-bbbbb") {
+		t.Errorf("two in use: %v, want both named", err)
+	}
+	if _, _, err := s.pick(t.Context(), o, []rancherapi.Cluster{ours("c-aaaaa", false), foreign}); err == nil || !strings.Contains(err.Error(), "2 clusters are named \"demo\" (c-aaaaa, c-ccccc)") {
+		t.Errorf("one not ours: %v, want a refusal naming both", err)
 	}
 }
