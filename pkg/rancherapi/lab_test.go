@@ -68,15 +68,20 @@ func TestBind_LostAnswerMakesNoDuplicate(t *testing.T) {
 	if err := c.Bind(t.Context(), cl.ID, alice, "cluster-owner"); err != nil {
 		t.Fatal(err)
 	}
+	if n := bindingsOf(s, cl.ID, alice); n != 1 {
+		t.Errorf("%d bindings of alice after a lost answer, want 1", n)
+	}
+}
+
+// bindingsOf counts the lab's bindings of principal on cluster id.
+func bindingsOf(s *rancher.Server, id, principal string) int {
 	n := 0
 	for _, b := range s.Bindings() {
-		if b.ClusterID == cl.ID && b.UserPrincipalID == alice {
+		if b.ClusterID == id && b.UserPrincipalID == principal {
 			n++
 		}
 	}
-	if n != 1 {
-		t.Errorf("%d bindings of alice after a lost answer, want 1", n)
-	}
+	return n
 }
 
 // TestFindCluster_ExactLiveName: a cluster being removed does not count,

@@ -108,13 +108,7 @@ func TestBind_LateBindIsAwaitedNotRepeated(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(lateDelay) // a second bind, had there been one, lands by now
-	n := 0
-	for _, b := range s.Bindings() {
-		if b.ClusterID == cl.ID && b.UserPrincipalID == alice {
-			n++
-		}
-	}
-	if n != 1 || sent.Load() != 1 {
-		t.Errorf("%d bindings of alice, %d creates sent, want 1 and 1", n, sent.Load())
+	if n := bindingsOf(s, cl.ID, alice); n != 1 || sent.Load() != 1 {
+		t.Errorf("%d bindings of alice, %d creates sent, want 1 and 1", bindingsOf(s, cl.ID, alice), sent.Load())
 	}
 }
