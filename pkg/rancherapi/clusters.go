@@ -164,7 +164,7 @@ func (c *Client) CreateCluster(ctx context.Context, name, identity string) (*Clu
 		case len(found) > 0:
 			return &found[0], nil
 		case IsNotUnique(err):
-			return nil, fmt.Errorf("%w: a cluster named %q (or so but for case) exists in Rancher without talosc's marker for this cluster; rename one of them", err, name)
+			return nil, fmt.Errorf("%w: a cluster named %q, or so but for case, exists in Rancher without talosc's marker for this cluster; rename one of them", err, name)
 		}
 		c.logf("rancher: create cluster %s: %v; Rancher did not make it within %s: creating it again", name, err, window)
 	}
