@@ -23,7 +23,10 @@ import (
 //	                             (WHO a lab username, "admin" for the
 //	                             token's user, or a group principal)
 //	lab rancher-delete NAME      delete Rancher cluster NAME by hand
-//	lab rancher-foreign NAME     import another cluster by hand as NAME
+//	lab rancher-foreign NAME [pending]
+//	                             import another cluster by hand as NAME;
+//	                             pending: only create the Rancher cluster
+//	                             (no marker, no agent anywhere)
 func (s *scriptLab) rancherCmd(ts *testscript.TestScript, args []string) {
 	r := s.lab.Rancher
 	switch {
@@ -74,15 +77,7 @@ func (s *scriptLab) rancherCmd(ts *testscript.TestScript, args []string) {
 	case args[0] == "rancher-delete" && len(args) == 2:
 		for _, c := range r.Clusters() {
 			if c.Name == args[1] {
-				req, err := http.NewRequestWithContext(context.Background(), http.MethodDelete, r.URL+"/v3/clusters/"+c.ID, nil)
-				ts.Check(err)
-				req.Header.Set("Authorization", "Bearer "+r.Token)
-				resp, err := r.Client().Do(req)
-				ts.Check(err)
-				_ = resp.Body.Close()
-				if resp.StatusCode != http.StatusOK {
-					ts.Fatalf("delete Rancher cluster %s: %s", c.ID, resp.Status)
-				}
+				s.rancherCall(ts, http.MethodDelete, "/v3/clusters/"+c.ID, "")
 				return
 			}
 		}
@@ -90,7 +85,24 @@ func (s *scriptLab) rancherCmd(ts *testscript.TestScript, args []string) {
 	case args[0] == "rancher-foreign" && len(args) == 2:
 		_, err := s.lab.ForeignRancherCluster(context.Background(), args[1])
 		ts.Check(err)
+	case args[0] == "rancher-foreign" && len(args) == 3 && args[2] == "pending":
+		s.rancherCall(ts, http.MethodPost, "/v3/clusters", `{"type":"cluster","name":"`+args[1]+`"}`)
 	default:
-		ts.Fatalf("usage: lab rancher DIR | rancher-clusters NAME... | rancher-bindings NAME ROLE:WHO... | rancher-delete NAME | rancher-foreign NAME")
+		ts.Fatalf("usage: lab rancher DIR | rancher-clusters NAME... | rancher-bindings NAME ROLE:WHO... | rancher-delete NAME | rancher-foreign NAME [pending]")
+	}
+}
+
+// rancherCall is one request to the lab Rancher as its admin, by hand.
+func (s *scriptLab) rancherCall(ts *testscript.TestScript, method, path, body string) {
+	r := s.lab.Rancher
+	req, err := http.NewRequestWithContext(context.Background(), method, r.URL+path, strings.NewReader(body))
+	ts.Check(err)
+	req.Header.Set("Authorization", "Bearer "+r.Token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := r.Client().Do(req)
+	ts.Check(err)
+	_ = resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		ts.Fatalf("%s %s: %s", method, path, resp.Status)
 	}
 }

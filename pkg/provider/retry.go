@@ -56,6 +56,10 @@ type RetryTransport struct {
 	// Replayable reports a request of a non-idempotent method that is
 	// safe to repeat (Keystone's token POST); nil: none is.
 	Replayable func(*http.Request) bool
+	// RedactPath rewrites a request path before it is logged, hiding a
+	// secret it carries (Rancher's /v3/import/<token>_<id>.yaml); nil
+	// logs paths as they are.
+	RedactPath func(string) string
 }
 
 // RoundTrip sends req, retrying transient failures.
@@ -75,13 +79,21 @@ func (t *RetryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			what = resp.Status
 			drain(resp.Body)
 		}
-		t.Logf("%s: %s %s: %s; retrying (%d of %d)", t.Name, req.Method, req.URL.Path, what, attempt+1, retries)
+		t.Logf("%s: %s %s: %s; retrying (%d of %d)", t.Name, req.Method, t.logPath(req.URL.Path), what, attempt+1, retries)
 		pause := backoff/2 + rand.N(backoff/2+1) //nolint:gosec // jitter, not security
 		if err := ctxwait.Sleep(req.Context(), pause); err != nil {
 			return nil, err
 		}
 		backoff = min(2*backoff, 4*time.Second)
 	}
+}
+
+// logPath is path as a retry message may show it.
+func (t *RetryTransport) logPath(path string) string {
+	if t.RedactPath == nil {
+		return path
+	}
+	return t.RedactPath(path)
 }
 
 // attempt sends one try of req under its own timeout, which ends when the

@@ -57,6 +57,10 @@ type Client struct {
 	base  *url.URL
 	token string
 	http  *http.Client
+	// timeout bounds one request (Options.Timeout); the late window of a
+	// lost create is derived from it.
+	timeout time.Duration
+	logf    func(format string, args ...any)
 }
 
 // New returns a client; it does not touch the network.
@@ -79,9 +83,29 @@ func New(o Options) (*Client, error) {
 		}
 		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
-	return &Client{base: base, token: o.Token, http: &http.Client{Transport: &provider.RetryTransport{
-		Next: tr, Retries: retries, Timeout: o.Timeout, UploadTimeout: o.Timeout, Logf: o.Logf, Name: "rancher",
-	}}}, nil
+	return &Client{base: base, token: o.Token, timeout: o.Timeout, logf: o.Logf, http: &http.Client{
+		Transport: &provider.RetryTransport{
+			Next: tr, Retries: retries, Timeout: o.Timeout, UploadTimeout: o.Timeout, Logf: o.Logf, Name: "rancher",
+			RedactPath: redactImportURL,
+		},
+		CheckRedirect: sameOrigin,
+	}}, nil
+}
+
+// sameOrigin refuses a redirect to another scheme or host: the client
+// would send the token there again, in clear after an https→http one
+// (audit M2). Rancher's API does not redirect the calls made here; a
+// redirect within the server is followed, up to 10 as net/http does.
+func sameOrigin(req *http.Request, via []*http.Request) error {
+	from := via[0].URL
+	if req.URL.Scheme != from.Scheme || req.URL.Host != from.Host {
+		return fmt.Errorf("%s://%s redirects to %s://%s; refusing to follow it, the token would go there too: "+
+			"set rancher.url to the address Rancher serves its API on", from.Scheme, from.Host, req.URL.Scheme, req.URL.Host)
+	}
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	return nil
 }
 
 // URL is the server's base URL.
@@ -137,9 +161,20 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 func (c *Client) transportError(method, path string, err error) error {
 	if _, untrusted := errors.AsType[*tls.CertificateVerificationError](err); untrusted {
 		return &Error{Method: method, Path: path, Cause: fmt.Errorf("%s presents a certificate that is not trusted, so the token was not sent: %w; "+
-			"set rancher.ca_file to the CA bundle that signed it, or add that CA to the system trust store", c.base, err)}
+			"set rancher.ca_file to the CA bundle that signed it, or add that CA to the system trust store", c.base, redactURLError(err))}
 	}
-	return &Error{Method: method, Path: path, Cause: err, Unknown: provider.OutcomeUnknown(0, err)}
+	return &Error{Method: method, Path: path, Cause: redactURLError(err), Unknown: provider.OutcomeUnknown(0, err)}
+}
+
+// redactURLError hides an import token in the URL net/http's *url.Error
+// prints ("Get \"https://…/v3/import/<token>_c-x.yaml\": …"), keeping
+// what it wraps, so that neither the error nor any it wraps shows it.
+func redactURLError(err error) error {
+	ue, ok := errors.AsType[*url.Error](err)
+	if !ok {
+		return err
+	}
+	return &url.Error{Op: ue.Op, URL: redactImportURL(ue.URL), Err: ue.Err}
 }
 
 // Fetch GETs an absolute URL of this server without the token (the

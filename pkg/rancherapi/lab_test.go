@@ -38,7 +38,7 @@ func TestCreateCluster_LostAnswerAdoptsTheCluster(t *testing.T) {
 		{Service: rancher.Service, Method: http.MethodPost, PathPrefix: "/v3/clusters", Nth: 1, Status: http.StatusBadGateway, After: true},
 	}})
 	s, c := labRancher(t, inj)
-	cl, err := c.CreateCluster(t.Context(), "demo")
+	cl, err := c.CreateCluster(t.Context(), "demo", "test-identity")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestBind_LostAnswerMakesNoDuplicate(t *testing.T) {
 	t.Parallel()
 	inj := labnet.NewInjector(labnet.Knobs{})
 	s, c := labRancher(t, inj)
-	cl, err := c.CreateCluster(t.Context(), "demo")
+	cl, err := c.CreateCluster(t.Context(), "demo", "test-identity")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,15 +68,20 @@ func TestBind_LostAnswerMakesNoDuplicate(t *testing.T) {
 	if err := c.Bind(t.Context(), cl.ID, alice, "cluster-owner"); err != nil {
 		t.Fatal(err)
 	}
+	if n := bindingsOf(s, cl.ID, alice); n != 1 {
+		t.Errorf("%d bindings of alice after a lost answer, want 1", n)
+	}
+}
+
+// bindingsOf counts the lab's bindings of principal on cluster id.
+func bindingsOf(s *rancher.Server, id, principal string) int {
 	n := 0
 	for _, b := range s.Bindings() {
-		if b.ClusterID == cl.ID && b.UserPrincipalID == alice {
+		if b.ClusterID == id && b.UserPrincipalID == principal {
 			n++
 		}
 	}
-	if n != 1 {
-		t.Errorf("%d bindings of alice after a lost answer, want 1", n)
-	}
+	return n
 }
 
 // TestFindCluster_ExactLiveName: a cluster being removed does not count,
@@ -85,7 +90,7 @@ func TestBind_LostAnswerMakesNoDuplicate(t *testing.T) {
 func TestFindCluster_ExactLiveName(t *testing.T) {
 	t.Parallel()
 	s, c := labRancher(t, nil)
-	old, err := c.CreateCluster(t.Context(), "demo")
+	old, err := c.CreateCluster(t.Context(), "demo", "test-identity")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +100,7 @@ func TestFindCluster_ExactLiveName(t *testing.T) {
 	if got, err := c.FindCluster(t.Context(), "demo"); err != nil || got != nil {
 		t.Errorf("FindCluster of a removing cluster = %v, %v", got, err)
 	}
-	if _, err := c.CreateCluster(t.Context(), "Demo"); err != nil {
+	if _, err := c.CreateCluster(t.Context(), "Demo", "test-identity"); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := c.FindCluster(t.Context(), "demo"); err != nil || got != nil {

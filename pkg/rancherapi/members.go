@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+
+	"github.com/talosc/talosc/pkg/provider"
 )
 
 // Principal is a user or group as the token's auth provider knows it.
@@ -49,23 +51,33 @@ func (c *Client) Bindings(ctx context.Context, clusterID string) ([]Binding, err
 }
 
 // Bind gives the user principal role on the cluster. Rancher 2.8–2.14
-// keep two identical bindings side by side, so an answer lost after
-// Rancher may have made it is settled by listing: the binding found is
-// adopted, and only a binding provably missing is asked for again.
+// keep two identical bindings side by side, so a create whose answer was
+// lost is settled (seam.go, "A late create"): the cluster's bindings are
+// looked through for this principal and role during the late window, and
+// only then is the binding asked for once more. A duplicate that appears
+// all the same is redundant, and the next reconcile removes it (RA-7).
 func (c *Client) Bind(ctx context.Context, clusterID, principal, role string) error {
 	body := map[string]any{"type": "clusterRoleTemplateBinding", "clusterId": clusterID, "userPrincipalId": principal, "roleTemplateId": role}
-	err := c.do(ctx, http.MethodPost, "/v3/clusterroletemplatebindings", nil, body, nil)
-	if err == nil || !OutcomeUnknown(err) {
-		return err
+	same := func(ctx context.Context) ([]Binding, error) {
+		list, err := c.Bindings(ctx, clusterID)
+		return slices.DeleteFunc(list, func(b Binding) bool { return b.UserPrincipalID != principal || b.RoleTemplateID != role }), err
 	}
-	list, lerr := c.Bindings(ctx, clusterID)
-	if lerr != nil {
-		return errors.Join(err, lerr)
+	var err error
+	for range createAttempts {
+		err = c.do(ctx, http.MethodPost, "/v3/clusterroletemplatebindings", nil, body, nil)
+		if err == nil || !OutcomeUnknown(err) {
+			return err
+		}
+		found, lerr := provider.AwaitLate(ctx, provider.LateWindow(c.timeout), same)
+		if lerr != nil {
+			return errors.Join(err, lerr)
+		}
+		if len(found) > 0 {
+			return nil
+		}
+		c.logf("rancher: bind %s as %s: %v; Rancher did not make it: asking again", principal, role, err)
 	}
-	if slices.ContainsFunc(list, func(b Binding) bool { return b.UserPrincipalID == principal && b.RoleTemplateID == role }) {
-		return nil
-	}
-	return c.do(ctx, http.MethodPost, "/v3/clusterroletemplatebindings", nil, body, nil)
+	return err
 }
 
 // Unbind deletes a binding; one already gone is done.

@@ -52,7 +52,10 @@ func converge(ctx context.Context, c *plugin.Context) (plugin.Result, error) {
 	if v != importNew && v != resumeImport && v != attached {
 		return plugin.Result{}, errors.New(why)
 	}
-	var plan []state.Change
+	plan, err := s.dropDuplicates(ctx, o, c.DryRun)
+	if err != nil {
+		return plugin.Result{Plan: plan}, err
+	}
 	id := ""
 	if o.cluster != nil {
 		id = o.cluster.ID
@@ -60,7 +63,7 @@ func converge(ctx context.Context, c *plugin.Context) (plugin.Result, error) {
 	if v == importNew {
 		plan = append(plan, state.Change{Action: state.ActionCreate, Kind: "rancher:cluster", Name: o.name, Detail: "import into " + s.url})
 		if !c.DryRun {
-			cl, err := s.rancher.CreateCluster(ctx, o.name)
+			cl, err := s.rancher.CreateCluster(ctx, o.name, o.identity)
 			if err != nil {
 				return plugin.Result{}, err
 			}

@@ -51,6 +51,9 @@ func destroy(ctx context.Context, c *plugin.Context) (plugin.Result, error) {
 		return plugin.Result{Messages: []string{"nothing to remove: Rancher has no cluster " + o.name + " and the cluster runs no Rancher agent"}}, nil
 	case orphanAgent: // only the agent is left to remove
 	case resumeImport, attached:
+		if plan, err = s.dropDuplicates(ctx, o, c.DryRun); err != nil {
+			return plugin.Result{Plan: plan}, err
+		}
 		plan = append(plan, state.Change{Action: state.ActionDelete, Kind: "rancher:cluster", Name: o.name, Detail: o.cluster.ID})
 		if !c.DryRun {
 			if err := s.rancher.DeleteCluster(ctx, o.cluster.ID); err != nil {

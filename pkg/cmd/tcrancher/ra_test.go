@@ -83,19 +83,67 @@ func TestRA4_SameNamedForeignClusterNeverAttached(t *testing.T) {
 	}
 }
 
-// TestRA4_ResumesAnImportThatStopped: a pending Rancher cluster of this
-// name and no agent downstream (an import that stopped before the
-// manifest) is resumed, not duplicated.
+// TestRA4_ResumesAnImportThatStopped: an import that stopped after
+// talosc made the Rancher cluster (its registration token refused) leaves
+// a pending cluster carrying talosc's marker for this cluster and no agent
+// downstream; the next converge resumes it, and makes no second one.
 func TestRA4_ResumesAnImportThatStopped(t *testing.T) {
 	t.Parallel()
 	l := newLab(t, rancher.ProviderLocal)
-	id := l.api(t, http.MethodPost, "/v3/clusters", map[string]any{"type": "cluster", "name": "demo"})["id"].(string)
-	if got := clusterID(t, l.converge(t, l.section(nil, nil))); got != id {
-		t.Errorf("converge published %s, want the pending cluster %s", got, id)
+	l.rancher.ScriptError(http.MethodPost, "/v3/clusterRegistrationTokens", http.StatusInternalServerError, map[string]any{"type": "error", "status": 500, "message": "busy"})
+	if code, out, _ := l.run(t, l.section(nil, nil), "converge"); code != 1 || out.Error == nil || !strings.Contains(out.Error.Message, "busy") {
+		t.Fatalf("converge with the token refused: exit %d, %+v", code, out)
 	}
-	l.connected(t, id)
+	stopped := l.rancher.Clusters()
+	if len(stopped) != 1 || stopped[0].Connected {
+		t.Fatalf("after the stopped import: %v, want one pending cluster", stopped)
+	}
+	if got := clusterID(t, l.converge(t, l.section(nil, nil))); got != stopped[0].ID {
+		t.Errorf("converge published %s, want the pending cluster %s", got, stopped[0].ID)
+	}
+	l.connected(t, stopped[0].ID)
 	if n := len(l.rancher.Clusters()); n != 1 {
 		t.Errorf("%d Rancher clusters, want 1", n)
+	}
+}
+
+// TestRA4_PendingClusterWithoutOurMarkerIsNeverTaken (audit M3): a pending
+// Rancher cluster of this name that talosc did not make for this cluster
+// (made by hand, or by talosc for an earlier cluster of this name) is
+// neither resumed, bound nor deleted: converge and destroy refuse naming
+// it and the fix, nothing changes in Rancher or downstream.
+func TestRA4_PendingClusterWithoutOurMarkerIsNeverTaken(t *testing.T) {
+	t.Parallel()
+	for name, body := range map[string]map[string]any{
+		"by hand": {"type": "cluster", "name": "demo"},
+		"talosc's for an earlier cluster": {
+			"type": "cluster", "name": "demo",
+			"labels": map[string]string{"talosc.dev/managed-by": "talosc"}, "annotations": map[string]string{"talosc.dev/cluster-identity": "k8s-ca-sha256-0123"},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			l := newLab(t, rancher.ProviderLocal)
+			id := l.api(t, http.MethodPost, "/v3/clusters", body)["id"].(string)
+			before := l.bindings(id)
+			sec := l.section([]any{"alice"}, nil)
+			for _, hook := range [][]string{{"converge"}, {"destroy", "--yes"}} {
+				code, out, _ := l.run(t, sec, hook...)
+				if code != 1 || out.Error == nil || !strings.Contains(out.Error.Message, `the pending Rancher cluster "demo" (`+id+`)`) ||
+					!strings.Contains(out.Error.Message, "refusing to resume, bind or delete it: delete it in Rancher") {
+					t.Errorf("%v on a pending cluster not ours: exit %d, %+v", hook, code, out)
+				}
+			}
+			if got := l.rancher.Clusters(); len(got) != 1 || got[0].ID != id || got[0].Connected {
+				t.Errorf("the pending cluster was touched: %v", got)
+			}
+			if diff := cmp.Diff(before, l.bindings(id)); diff != "" {
+				t.Errorf("its bindings changed (-before +after):\n%s", diff)
+			}
+			if _, _, err := rancher.AgentCredentials(t.Context(), l.down.Client()); err == nil {
+				t.Error("an agent was installed downstream")
+			}
+		})
 	}
 }
 

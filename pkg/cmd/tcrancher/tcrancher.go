@@ -13,7 +13,10 @@
 // Every hook but validate and init waits for the cluster's kubeconfig
 // (deferred before the first bootstrap). Converge resolves every member
 // to exactly one Rancher principal (RA-5, RA-6) and decides the cluster's
-// identity from the downstream agent (RA-4) before it changes anything;
+// identity from the downstream agent (RA-4; a pending Rancher cluster
+// with no agent anywhere is resumed only when it carries talosc's marker
+// for this cluster, the fingerprint of its Kubernetes CA) before it
+// changes anything;
 // then it imports the cluster (RA-2, RA-3: a management cluster, a
 // registration token, its manifest server-side applied downstream) when
 // it is not yet, reconciles the cluster-owner and cluster-member bindings

@@ -1,6 +1,7 @@
 package rancher
 
 import (
+	"maps"
 	"net/http"
 	"slices"
 	"sort"
@@ -36,6 +37,9 @@ type cluster struct {
 	// downstream, into project, the cluster's System project.
 	redeployed bool
 	project    string
+	// labels and annotations are the creator's, kept as Rancher keeps
+	// them on the cluster object beside its own.
+	labels, annotations map[string]string
 }
 
 // Cluster is the inspection view of a cluster.
@@ -94,8 +98,8 @@ func (s *Server) clusterView(c *cluster) map[string]any {
 		"driver": driver, "internal": c.id == localCluster, "creatorId": s.adminUserID(),
 		"created": c.created.UTC().Format(time.RFC3339), "createdTS": c.created.UnixMilli(),
 		"fleetWorkspaceName": "fleet-default", "apiEndpoint": "", "agentImage": "", "version": nil,
-		"labels":      map[string]string{"cattle.io/creator": "norman"},
-		"annotations": map[string]string{"field.cattle.io/creatorId": s.adminUserID()},
+		"labels":      merged(c.labels, "cattle.io/creator", "norman"),
+		"annotations": merged(c.annotations, "field.cattle.io/creatorId", s.adminUserID()),
 		"conditions":  s.conditions(c),
 		"links": map[string]any{
 			"self": self, "update": self, "remove": self,
@@ -104,6 +108,16 @@ func (s *Server) clusterView(c *cluster) map[string]any {
 		},
 		"actions": map[string]any{"generateKubeconfig": self + "?action=generateKubeconfig"},
 	}
+}
+
+// merged is the creator's map m with Rancher's own key set to value.
+func merged(m map[string]string, key, value string) map[string]string {
+	out := maps.Clone(m)
+	if out == nil {
+		out = map[string]string{}
+	}
+	out[key] = value
+	return out
 }
 
 // adminUserID is the Rancher user behind the token.
@@ -141,8 +155,10 @@ func (s *Server) listClusters(w http.ResponseWriter, r *http.Request) {
 // (R@v2.11.3:pkg/api/norman/store/cluster/cluster_store.go:243-253,1161-1175).
 func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) {
 	var in struct {
-		Type string `json:"type"`
-		Name string `json:"name"`
+		Type        string            `json:"type"`
+		Name        string            `json:"name"`
+		Labels      map[string]string `json:"labels"`
+		Annotations map[string]string `json:"annotations"`
 	}
 	if !decodeBody(w, r, &in) {
 		return
@@ -159,7 +175,7 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	c := &cluster{id: "c-" + s.randID(5), name: in.Name, created: time.Now()}
+	c := &cluster{id: "c-" + s.randID(5), name: in.Name, created: time.Now(), labels: in.Labels, annotations: in.Annotations}
 	s.clusters[c.id] = c
 	s.bindings = append(s.bindings, &binding{
 		name: CreatorBindingName, clusterID: c.id, userPrincipalID: s.AdminPrincipalID, userID: s.adminUserID(),

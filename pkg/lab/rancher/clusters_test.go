@@ -232,3 +232,23 @@ func TestClusterErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterKeepsItsCreatorsLabels: labels and annotations given at
+// create are kept on the cluster, beside Rancher's own, as Rancher keeps
+// them on the management cluster object.
+func TestClusterKeepsItsCreatorsLabels(t *testing.T) {
+	t.Parallel()
+	s := start(t, rancher.Options{})
+	api(t, s, http.MethodPost, "/v3/clusters", map[string]any{
+		"type": "cluster", "name": "lab1", "labels": map[string]string{"a": "1"}, "annotations": map[string]string{"b": "2"},
+	})
+	_, coll := api(t, s, http.MethodGet, "/v3/clusters?name=lab1", nil)
+	rows := data(t, coll)
+	want := map[string]any{
+		"labels":      map[string]any{"a": "1", "cattle.io/creator": "norman"},
+		"annotations": map[string]any{"b": "2", "field.cattle.io/creatorId": strings.TrimPrefix(s.AdminPrincipalID, "local://")},
+	}
+	if len(rows) != 1 || !cmp.Equal(want["labels"], rows[0]["labels"]) || !cmp.Equal(want["annotations"], rows[0]["annotations"]) {
+		t.Errorf("cluster %v, want %v", rows, want)
+	}
+}
