@@ -1,15 +1,12 @@
 package talosc
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -59,7 +56,7 @@ func (o *DestroyOptions) Run(ctx context.Context) error {
 	name := s.cfg.Name
 	s.out.Warn("destroy %s: every resource talosc owns for this cluster, plus %s, %s and %s, will be removed", name, config.TalosSecretsFile, config.TalosconfigFile, config.KubeconfigFile)
 	if !o.Yes && !o.DryRun {
-		if err := confirm(o.Globals.Streams, "type the cluster name to confirm: ", name); err != nil {
+		if err := confirm(ctx, o.Globals.Streams, "type the cluster name to confirm: ", name); err != nil {
 			return err
 		}
 	}
@@ -109,21 +106,6 @@ func (s *session) resetFiles(dryRun bool) error {
 			return fmt.Errorf("remove %s: %w", p, err)
 		}
 		s.out.Action(false, "removed %s", p)
-	}
-	return nil
-}
-
-// confirm asks the user to type want. No answer (EOF) is an interruption
-// (exit 130); a wrong answer aborts (exit 1). Nothing is done in either case.
-func confirm(s cli.Streams, prompt, want string) error {
-	fmt.Fprint(s.ErrOut, prompt)
-	line, err := bufio.NewReader(s.In).ReadString('\n')
-	if err != nil && (!errors.Is(err, io.EOF) || line == "") {
-		fmt.Fprintln(s.ErrOut)
-		return &cli.ExitError{Code: cli.ExitInterrupted, Err: errors.New("interrupted: no answer on stdin (use --yes in scripts); nothing was done")}
-	}
-	if strings.TrimSpace(line) != want {
-		return &cli.ExitError{Code: cli.ExitFailure, Err: fmt.Errorf("aborted: the answer was not %q; nothing was done", want)}
 	}
 	return nil
 }

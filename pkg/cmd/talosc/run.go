@@ -150,7 +150,7 @@ func (s *session) runOnce(ctx context.Context, o *RunOptions, saved *planfile.Do
 		if saved != nil {
 			err = confirmedByPlan(*saved, names)
 		} else {
-			err = confirm(o.Globals.Streams, question+"\ntype yes to go on: ", "yes")
+			err = confirm(ctx, o.Globals.Streams, question+"\ntype yes to go on: ", "yes")
 		}
 		if err != nil {
 			return runResult{}, err
