@@ -76,6 +76,9 @@ func (o *RunOptions) Run(ctx context.Context) error {
 	if o.PlanFile != "" && o.Yes {
 		return cli.Usagef("--plan and --yes: a saved plan confirms exactly its own removals; drop --yes")
 	}
+	if err := refuseClusterFile(o.Globals.Dir, "--out", o.Out); err != nil {
+		return err
+	}
 	s, err := o.Globals.open(ctx, loadCredentials)
 	if err != nil {
 		return err
