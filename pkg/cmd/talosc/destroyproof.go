@@ -119,21 +119,19 @@ func keptIdentityName(dir string, now time.Time) string {
 // keepIdentity moves talossecrets.yaml aside as a dated file, mode 0600,
 // instead of deleting it: the only copy of a cluster's CA keys and tokens
 // is never thrown away by talosc, even after a destroy it proved. It never
-// replaces an existing file.
+// replaces an existing file (freeName).
 func (s *session) keepIdentity(dryRun bool, now time.Time) error {
 	src := filepath.Join(s.dir, config.TalosSecretsFile)
 	if _, err := os.Lstat(src); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	dst := keptIdentityName(s.dir, now)
+	dst, err := freeName(keptIdentityName(s.dir, now))
+	if err != nil {
+		return fmt.Errorf("keep %s: %w", src, err)
+	}
 	if dryRun {
 		s.out.Action(true, "keep %s as %s", src, dst)
 		return nil
-	}
-	if _, err := os.Lstat(dst); err == nil {
-		return fmt.Errorf("keep %s as %s: that file already exists; %s was left in place", src, dst, config.TalosSecretsFile)
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("keep %s: %w", src, err)
 	}
 	if err := os.Chmod(src, 0o600); err != nil {
 		return fmt.Errorf("keep %s: %w", src, err)
@@ -143,4 +141,22 @@ func (s *session) keepIdentity(dryRun bool, now time.Time) error {
 	}
 	s.out.Action(false, "kept the destroyed cluster's identity (CA keys, tokens) as %s, mode 0600: delete it once nothing needs that cluster's certificates", dst)
 	return nil
+}
+
+// freeName is name, or name.2, name.3 ... when taken (two destroys within
+// one second).
+func freeName(name string) (string, error) {
+	for i := 1; ; i++ {
+		try := name
+		if i > 1 {
+			try = fmt.Sprintf("%s.%d", name, i)
+		}
+		_, err := os.Lstat(try)
+		if errors.Is(err, fs.ErrNotExist) {
+			return try, nil
+		}
+		if err != nil {
+			return "", err
+		}
+	}
 }
