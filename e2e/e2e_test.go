@@ -106,6 +106,7 @@ func scriptParams(dir string) testscript.Params {
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"exitcode":       cmdExitCode,
 			"filemode":       cmdFileMode,
+			"kept-identity":  cmdKeptIdentity,
 			"statedoc":       cmdStateDoc,
 			"plans":          cmdPlans,
 			"install-plugin": cmdInstallPlugin,
@@ -174,6 +175,36 @@ func cmdFileMode(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(err)
 	if got := fi.Mode().Perm(); (got == fs.FileMode(want)) == neg {
 		ts.Fatalf("%s has mode %#o, want %s%#o", args[0], got, map[bool]string{true: "not ", false: ""}[neg], want)
+	}
+}
+
+// cmdKeptIdentity runs "kept-identity DIR N [FILE]": DIR holds exactly N
+// identities a destroy kept (talossecrets.yaml.destroyed-*), each mode
+// 0600, and no talossecrets.yaml when N > 0; with FILE, the newest kept
+// one holds FILE's content.
+func cmdKeptIdentity(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 || len(args) > 3 {
+		ts.Fatalf("usage: kept-identity DIR N [FILE]")
+	}
+	kept, err := filepath.Glob(filepath.Join(ts.MkAbs(args[0]), "talossecrets.yaml.destroyed-*"))
+	ts.Check(err)
+	if want, err := strconv.Atoi(args[1]); err != nil || len(kept) != want {
+		ts.Fatalf("kept identities %v, want %s", kept, args[1])
+	}
+	for _, k := range kept {
+		fi, err := os.Stat(k)
+		ts.Check(err)
+		if fi.Mode().Perm() != 0o600 {
+			ts.Fatalf("%s has mode %#o, want 0600", k, fi.Mode().Perm())
+		}
+	}
+	if len(kept) > 0 {
+		if _, err := os.Stat(filepath.Join(ts.MkAbs(args[0]), "talossecrets.yaml")); err == nil {
+			ts.Fatalf("talossecrets.yaml is still in %s", args[0])
+		}
+	}
+	if len(args) == 3 && len(kept) > 0 && ts.ReadFile(kept[len(kept)-1]) != ts.ReadFile(args[2]) {
+		ts.Fatalf("%s is not %s", kept[len(kept)-1], args[2])
 	}
 }
 

@@ -24,7 +24,8 @@ import (
 //	FAKE_<NAME>_CONVERGE=fail|crash|hang
 //
 // converge writes $WORK/<name>.converged holding the sections it saw, so
-// scripts can prove order and that earlier results reach later plugins.
+// scripts can prove order and that earlier results reach later plugins;
+// destroy writes $WORK/<name>.destroyed.
 func newFakePlugin(s cli.Streams, name string) *cobra.Command {
 	env := func(key string) string { return os.Getenv("FAKE_" + strings.ToUpper(name) + "_" + key) }
 	d := plugin.Descriptor{Name: name, Version: "0.0.1-test"}
@@ -67,6 +68,9 @@ func newFakePlugin(s cli.Streams, name string) *cobra.Command {
 					return plugin.Result{}, err
 				}
 				return plugin.Result{Outputs: map[string]any{"saw": saw}}, nil
+			},
+			Destroy: func(_ context.Context, c *plugin.Context) (plugin.Result, error) {
+				return plugin.Result{}, os.WriteFile(filepath.Join(c.Getenv("WORK"), name+".destroyed"), nil, 0o644)
 			},
 			Status: func(context.Context, *plugin.Context) (map[string]any, error) {
 				return map[string]any{"healthy": true}, nil

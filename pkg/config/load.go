@@ -32,6 +32,7 @@ func Load(dir string, opts LoadOptions) (*Cluster, error) {
 	c := &Cluster{Dir: abs, Include: l.include}
 	if len(srcs) > 0 {
 		readableSecrets(srcs, probs)
+		c.SecretValues = secretValues(srcs)
 		root := l.merge(srcs)
 		c.Plugins = l.pluginSections(root)
 		if e, ok := root.remove("metal"); ok && !e.val.isNull() {

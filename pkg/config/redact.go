@@ -60,6 +60,7 @@ type clusterView Cluster
 // keys (key, secret, token, password, passwd, credential) are masked.
 func (c Cluster) Redacted() Cluster {
 	r := c
+	r.SecretValues = nil
 	if c.OpenStack != nil {
 		o := *c.OpenStack
 		o.CredentialID, o.CredentialSecret = redactSecret(o.CredentialID), redactSecret(o.CredentialSecret)

@@ -39,6 +39,9 @@ type Cluster struct {
 	Plugins map[string]any `yaml:"-"`
 	// Warnings are non-fatal findings, printed on stderr.
 	Warnings []string `yaml:"-"`
+	// SecretValues are the values of secrets.yaml, hidden wherever they
+	// could be printed (RevealSecretValues).
+	SecretValues []Secret `json:"-" yaml:"-"`
 }
 
 // Talos is the talos section.

@@ -116,24 +116,3 @@ func TestHasTopLevelKey(t *testing.T) {
 		}
 	}
 }
-
-func TestConfirm(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		in   string
-		code int
-	}{
-		{in: "demo\n", code: 0},
-		{in: "demo", code: 0},
-		{in: "  demo  \n", code: 0},
-		{in: "prod\n", code: 1},
-		{in: "", code: 130},
-	} {
-		s, in, _, errOut := genericiooptions.NewTestIOStreams()
-		in.WriteString(tc.in)
-		code := cli.ExitCode(confirm(s, "type the cluster name to confirm: ", "demo"), s)
-		if code != tc.code || !strings.HasPrefix(errOut.String(), "type the cluster name to confirm: ") {
-			t.Errorf("answer %q: exit %d (want %d), stderr %q", tc.in, code, tc.code, errOut)
-		}
-	}
-}

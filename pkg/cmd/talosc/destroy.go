@@ -1,15 +1,14 @@
 package talosc
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -33,10 +32,16 @@ func newDestroyCommand(g *Globals, runF func(context.Context, *DestroyOptions) e
 	cmd := &cobra.Command{
 		Use:   "destroy",
 		Short: "Tear the cluster down: plugins first, then every resource talosc owns",
-		Long: `destroy asks for the cluster name (unless --yes), runs the configured plugins'
-destroy hooks in reverse order, then the phases' (nodes, net, image), and finally
-removes talossecrets.yaml, talosconfig and kubeconfig. The shared boot image is
-kept. Without an answer on stdin it exits 130 and changes nothing.
+		Long: `destroy first lists the machines talosc owns for the cluster and asks the API of
+its kubeconfig. When no machine is listed but that API answers (the cluster lives
+where these credentials cannot see it), it refuses, exit 1, before anything runs.
+Otherwise it asks for the cluster name (unless --yes), runs the configured
+plugins' destroy hooks in reverse order, then the phases' (nodes, net, image).
+Once the owned machines are listed again and none is left, it keeps
+talossecrets.yaml (the cluster's CA keys and tokens) beside cluster.yaml as
+talossecrets.yaml.destroyed-<UTC time>, mode 0600, and removes talosconfig and
+kubeconfig; a machine left keeps every file, exit 1. The shared boot image is
+kept. Without an answer on stdin, or on Ctrl-C, it exits 130 and changes nothing.
 
 ` + cli.ExitCodesHelp,
 		Example: "  # Tear down ./staging without being asked\n  kubectl talosc destroy -C staging --yes",
@@ -50,16 +55,26 @@ kept. Without an answer on stdin it exits 130 and changes nothing.
 	return cmd
 }
 
-// Run confirms, then tears down plugins, phases and client files.
+// Run lists what it will destroy, refuses a cluster it cannot see,
+// confirms, tears down plugins then phases, and once the owned machines
+// are proved gone keeps the identity dated and removes the client files.
 func (o *DestroyOptions) Run(ctx context.Context) error {
 	s, err := o.Globals.open(ctx, loadCredentials)
 	if err != nil {
 		return err
 	}
 	name := s.cfg.Name
-	s.out.Warn("destroy %s: every resource talosc owns for this cluster, plus %s, %s and %s, will be removed", name, config.TalosSecretsFile, config.TalosconfigFile, config.KubeconfigFile)
+	found, err := s.survey(ctx)
+	if err != nil {
+		return err
+	}
+	if err := found.refusal(s.cfg); err != nil {
+		return err
+	}
+	s.out.Warn("destroy %s: every resource talosc owns for this cluster (%s), then %s and %s, will be removed; %s is kept, dated",
+		name, machinesFound(found.machines), config.TalosconfigFile, config.KubeconfigFile, config.TalosSecretsFile)
 	if !o.Yes && !o.DryRun {
-		if err := confirm(o.Globals.Streams, "type the cluster name to confirm: ", name); err != nil {
+		if err := confirm(ctx, o.Globals.Streams, "type the cluster name to confirm: ", name); err != nil {
 			return err
 		}
 	}
@@ -85,6 +100,14 @@ func (o *DestroyOptions) Run(ctx context.Context) error {
 	if res.code != 0 {
 		return &cli.ExitError{Code: res.code, Err: fmt.Errorf("phase %s failed; %s and the client files were kept", res.failed, config.TalosSecretsFile)}
 	}
+	if !o.DryRun {
+		if err := destroyedAll(res.doc); err != nil {
+			return err
+		}
+	}
+	if err := s.keepIdentity(o.DryRun, time.Now()); err != nil {
+		return err
+	}
 	if err := s.resetFiles(o.DryRun); err != nil {
 		return err
 	}
@@ -94,9 +117,20 @@ func (o *DestroyOptions) Run(ctx context.Context) error {
 	return nil
 }
 
-// resetFiles removes the identity and client files once the cloud side is gone.
+// machinesFound says what the provider listed.
+func machinesFound(machines []string) string {
+	if len(machines) == 0 {
+		return "the provider lists no machine"
+	}
+	return fmt.Sprintf("%d machine(s): %s", len(machines), strings.Join(machines, ", "))
+}
+
+// resetFiles removes the client files once the cloud side is gone: they
+// are derived from the identity (kept by keepIdentity) and name endpoints
+// that no longer exist; a later converge would read a kubeconfig left
+// behind as a cluster that was bootstrapped.
 func (s *session) resetFiles(dryRun bool) error {
-	for _, f := range []string{config.TalosSecretsFile, config.TalosconfigFile, config.KubeconfigFile, "bootstrapped"} {
+	for _, f := range []string{config.TalosconfigFile, config.KubeconfigFile, "bootstrapped"} {
 		p := filepath.Join(s.dir, f)
 		if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
 			continue
@@ -109,21 +143,6 @@ func (s *session) resetFiles(dryRun bool) error {
 			return fmt.Errorf("remove %s: %w", p, err)
 		}
 		s.out.Action(false, "removed %s", p)
-	}
-	return nil
-}
-
-// confirm asks the user to type want. No answer (EOF) is an interruption
-// (exit 130); a wrong answer aborts (exit 1). Nothing is done in either case.
-func confirm(s cli.Streams, prompt, want string) error {
-	fmt.Fprint(s.ErrOut, prompt)
-	line, err := bufio.NewReader(s.In).ReadString('\n')
-	if err != nil && (!errors.Is(err, io.EOF) || line == "") {
-		fmt.Fprintln(s.ErrOut)
-		return &cli.ExitError{Code: cli.ExitInterrupted, Err: errors.New("interrupted: no answer on stdin (use --yes in scripts); nothing was done")}
-	}
-	if strings.TrimSpace(line) != want {
-		return &cli.ExitError{Code: cli.ExitFailure, Err: fmt.Errorf("aborted: the answer was not %q; nothing was done", want)}
 	}
 	return nil
 }

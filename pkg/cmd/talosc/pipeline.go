@@ -35,7 +35,11 @@ type pipeResult struct {
 // the user. A phase whose upstream failed skips its work, so the run stops at
 // the first failing phase.
 func (s *session) runPhases(ctx context.Context, action string, in *state.Document, extra ...string) (pipeResult, error) {
-	names := phase.OrderFor(action)
+	return s.runPipeline(ctx, phase.OrderFor(action), action, in, extra...)
+}
+
+// runPipeline runs the phases names, in that order, as runPhases does.
+func (s *session) runPipeline(ctx context.Context, names []string, action string, in *state.Document, extra ...string) (pipeResult, error) {
 	cmds := make([]*exec.Cmd, len(names))
 	for i, name := range names {
 		path, err := s.phasePath(name)

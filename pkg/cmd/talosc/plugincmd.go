@@ -94,7 +94,7 @@ func (o *PluginOptions) Run(ctx context.Context) error {
 		return nil
 	}
 	if hook == plugin.HookDestroy && !o.Yes && !dryRun {
-		if err := confirm(o.Globals.Streams, "type the cluster name to confirm: ", s.cfg.Name); err != nil {
+		if err := confirm(ctx, o.Globals.Streams, "type the cluster name to confirm: ", s.cfg.Name); err != nil {
 			return err
 		}
 	}

@@ -64,6 +64,9 @@ func (o *ReportOptions) Run(ctx context.Context) error {
 	if o.Action == actionCheck {
 		mode = loadNoCredentials
 	}
+	if err := refuseClusterFile(o.Globals.Dir, "--textfile", o.Textfile); err != nil {
+		return err
+	}
 	s, err := o.Globals.open(ctx, mode)
 	if err != nil {
 		return err

@@ -76,6 +76,9 @@ func (o *RunOptions) Run(ctx context.Context) error {
 	if o.PlanFile != "" && o.Yes {
 		return cli.Usagef("--plan and --yes: a saved plan confirms exactly its own removals; drop --yes")
 	}
+	if err := refuseClusterFile(o.Globals.Dir, "--out", o.Out); err != nil {
+		return err
+	}
 	s, err := o.Globals.open(ctx, loadCredentials)
 	if err != nil {
 		return err
@@ -150,7 +153,7 @@ func (s *session) runOnce(ctx context.Context, o *RunOptions, saved *planfile.Do
 		if saved != nil {
 			err = confirmedByPlan(*saved, names)
 		} else {
-			err = confirm(o.Globals.Streams, question+"\ntype yes to go on: ", "yes")
+			err = confirm(ctx, o.Globals.Streams, question+"\ntype yes to go on: ", "yes")
 		}
 		if err != nil {
 			return runResult{}, err

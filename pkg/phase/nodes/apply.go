@@ -130,7 +130,7 @@ func (r *run) configDrift(ctx context.Context) ([]pendingApply, error) {
 			return nil, err
 		}
 		p.config = mc.Bytes()
-		if p.diff, err = configdiff.Diff(running[i], p.config); err != nil {
+		if p.diff, err = configdiff.Diff(running[i], p.config, r.in.Config.RevealSecretValues()...); err != nil {
 			return nil, fmt.Errorf("%s: %w", p.machine.Hostname, err)
 		}
 		if p.diff != "" {

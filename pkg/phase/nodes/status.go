@@ -2,6 +2,9 @@ package nodes
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strings"
 
 	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/kube"
@@ -10,7 +13,10 @@ import (
 	"github.com/talosc/talosc/pkg/talos/identity"
 )
 
-// Destroy deletes every owned machine and waits until they are gone.
+// Destroy deletes every owned machine, waits until they are gone, and
+// lists them again: its outputs name the owned machines left (none after
+// a destroy that did its work; every one in a dry run). A machine still
+// listed fails the phase, so the front door keeps the cluster's identity.
 func (Phase) Destroy(ctx context.Context, in *phase.Input, sec *state.Section) error {
 	cloud, err := in.Env.Cloud(ctx, in)
 	if err != nil {
@@ -28,7 +34,20 @@ func (Phase) Destroy(ctx context.Context, in *phase.Input, sec *state.Section) e
 	plan := in.NewPlan()
 	err = cloud.DestroyMachines(ctx, in.Config, inv, plan)
 	sec.Plan = plan.Changes()
-	return err
+	if err != nil || in.DryRun {
+		return errors.Join(err, sec.SetOutputs(Outputs{Provider: in.Config.Provider(), Machines: inv.Machines}))
+	}
+	left, err := cloud.Inventory(ctx, in.Config)
+	if err != nil {
+		return fmt.Errorf("list the owned machines again after the teardown: %w", err)
+	}
+	if err := sec.SetOutputs(Outputs{Provider: in.Config.Provider(), Machines: left.Machines}); err != nil {
+		return err
+	}
+	if len(left.Machines) > 0 {
+		return fmt.Errorf("%d owned machine(s) still listed after the teardown: %s", len(left.Machines), strings.Join(left.Hostnames(), ", "))
+	}
+	return nil
 }
 
 // Status reports the owned machines and, when the API answers, the nodes.

@@ -30,9 +30,11 @@ const LegacyDocument = "v1alpha1"
 // as one); each changed, added or removed document gets its own
 // "--- a/<id>" / "+++ b/<id>" section, in the order of the new
 // configuration followed by the removed documents in their old order.
-// Added documents diff against /dev/null, removed ones to /dev/null.
-func Diff(oldYAML, newYAML []byte) (string, error) {
-	r := newRedactor(oldYAML, newYAML)
+// Added documents diff against /dev/null, removed ones to /dev/null. Every
+// occurrence of a value in known (secrets.yaml's) is redacted too, see
+// Redact.
+func Diff(oldYAML, newYAML []byte, known ...string) (string, error) {
+	r := newRedactor(oldYAML, newYAML).knowing(known)
 	oldDocs, err := r.documents(oldYAML)
 	if err != nil {
 		return "", fmt.Errorf("old config: %w", err)

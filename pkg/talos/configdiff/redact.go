@@ -1,9 +1,11 @@
 package configdiff
 
 import (
+	"cmp"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -31,11 +33,17 @@ import (
 //     base64 tails, hex strings of 32+ digits, URLs with a password, and
 //     multi-line text with credential-like "name: value" or "NAME=value" lines.
 //
+// Besides, every occurrence of a value in known (the values of
+// secrets.yaml, config.Cluster.RevealSecretValues) is replaced by its
+// marker, whatever its key and wherever it stands in a string: a patch
+// value under an unusual name (DB_PW) is hidden when it came from
+// secrets.yaml.
+//
 // Certificates stay readable: values of crt/ca/cert/certificate(s) keys
 // (machine.ca.crt, registry tls.ca) are kept unless they hold private key
 // material. Booleans, nulls and empty strings are never hidden.
-func Redact(config []byte) ([]byte, error) {
-	r := newRedactor(config)
+func Redact(config []byte, known ...string) ([]byte, error) {
+	r := newRedactor(config).knowing(known)
 	roots, err := r.parse(config)
 	if err != nil {
 		return nil, err
@@ -58,6 +66,8 @@ func Redact(config []byte) ([]byte, error) {
 type redactor struct {
 	key    []byte
 	shapes *shapes
+	// known replaces every known secret value by its marker (nil: none).
+	known *strings.Replacer
 	// visited records the contexts a node was redacted in, so a node
 	// reached again through an alias is not walked twice (alias bombs).
 	visited map[visit]bool
@@ -81,6 +91,33 @@ func newRedactor(inputs ...[]byte) *redactor {
 		h.Write(in)
 	}
 	return &redactor{key: h.Sum(nil), shapes: newShapes(), visited: map[visit]bool{}}
+}
+
+// knowing makes r replace every occurrence of a value in known by its
+// marker, longest first (a secret that holds another is replaced whole).
+func (r *redactor) knowing(known []string) *redactor {
+	values := slices.Clone(known)
+	values = slices.DeleteFunc(values, func(v string) bool { return v == "" })
+	if len(values) == 0 {
+		return r
+	}
+	slices.SortFunc(values, func(a, b string) int { return cmp.Or(len(b)-len(a), strings.Compare(a, b)) })
+	pairs := make([]string, 0, 2*len(values))
+	for _, v := range slices.Compact(values) {
+		pairs = append(pairs, v, r.mark(v))
+	}
+	r.known = strings.NewReplacer(pairs...)
+	return r
+}
+
+// maskKnown replaces the known secrets in a scalar (a key or a value).
+func (r *redactor) maskKnown(v *yaml.Node) {
+	if r.known == nil || v.Kind != yaml.ScalarNode {
+		return
+	}
+	if out := r.known.Replace(v.Value); out != v.Value {
+		v.Value, v.Tag, v.Style = out, "!!str", 0
+	}
 }
 
 // mark is the marker a secret value is replaced with.
@@ -125,6 +162,7 @@ func (r *redactor) mapping(m *yaml.Node, hidden bool) {
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		k, v := m.Content[i], m.Content[i+1]
 		name := k.Value
+		r.maskKnown(k)
 		if k.Kind == yaml.ScalarNode && r.shapes.secret(k.Value) {
 			k.Value, k.Tag, k.Style = r.mark(k.Value), "!!str", 0
 		}
@@ -147,6 +185,7 @@ func (r *redactor) value(v *yaml.Node, key string, hide bool) {
 		r.walk(v, hide)
 		return
 	}
+	r.maskKnown(v)
 	switch {
 	case hide:
 		r.hide(v)
