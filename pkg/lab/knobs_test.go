@@ -24,23 +24,8 @@ func TestLabLostKnobs(t *testing.T) {
 	if _, err := lab.Start(t.Context(), lab.Options{Provider: "openstack", Knobs: labnet.Knobs{LostRate: 2}}); err == nil || !strings.Contains(err.Error(), "lostRate 2") {
 		t.Fatalf("Start with lostRate 2: %v", err)
 	}
-	l, err := lab.Start(t.Context(), lab.Options{Provider: "openstack"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = l.Close() })
-	control := httptest.NewServer(l.ControlHandler())
-	t.Cleanup(control.Close)
-	put := func(body string) (int, string) {
-		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPut, control.URL+"/knobs", strings.NewReader(body))
-		resp, err := control.Client().Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	l, control := startWithControl(t)
+	put := func(body string) (int, string) { return putKnobs(t, control, body) }
 	for body, want := range map[string]string{
 		`{"lostRate": 1.5}`:                                              "lostRate 1.5: must be between 0 and 1",
 		`{"lostRate": 0.5, "errorRate": 0.6}`:                            "add up to 1 at most",
@@ -88,19 +73,10 @@ func TestLabLostKnobs(t *testing.T) {
 // the late requests not yet applied instead of waiting for them.
 func TestLabLateKnobs(t *testing.T) {
 	t.Parallel()
-	l, err := lab.Start(t.Context(), lab.Options{Provider: "openstack"})
-	if err != nil {
-		t.Fatal(err)
+	l, control := startWithControl(t)
+	if code, got := putKnobs(t, control, `{"lateRate": 1, "lateBy": "1h", "seed": 7}`); code != http.StatusNoContent {
+		t.Fatalf("PUT /knobs: %d %s", code, got)
 	}
-	t.Cleanup(func() { _ = l.Close() })
-	control := httptest.NewServer(l.ControlHandler())
-	t.Cleanup(control.Close)
-	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPut, control.URL+"/knobs", strings.NewReader(`{"lateRate": 1, "lateBy": "1h", "seed": 7}`))
-	resp, err := control.Client().Do(req)
-	if err != nil || resp.StatusCode != http.StatusNoContent {
-		t.Fatalf("PUT /knobs: %v %v", resp, err)
-	}
-	_ = resp.Body.Close()
 	c, err := factory.New(l.Factory.URL, factory.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -126,4 +102,30 @@ func TestLabLateKnobs(t *testing.T) {
 	if n := l.Injector().Pending(); n != 0 {
 		t.Errorf("%d late requests still pending after Close", n)
 	}
+}
+
+// startWithControl starts an OpenStack lab and serves its control API.
+func startWithControl(t *testing.T) (*lab.Lab, *httptest.Server) {
+	t.Helper()
+	l, err := lab.Start(t.Context(), lab.Options{Provider: "openstack"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	control := httptest.NewServer(l.ControlHandler())
+	t.Cleanup(control.Close)
+	return l, control
+}
+
+// putKnobs sends body to the control API's PUT /knobs.
+func putKnobs(t *testing.T, control *httptest.Server, body string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPut, control.URL+"/knobs", strings.NewReader(body))
+	resp, err := control.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
