@@ -55,7 +55,7 @@ func post(ctx context.Context, srv *httptest.Server, body string) (int, error) {
 // context the client's giving up did not cancel.
 func TestMiddlewareAppliesLateRequestsAfterTheAnswer(t *testing.T) {
 	t.Parallel()
-	const lateBy = 300 * time.Millisecond
+	const lateBy = time.Second
 	for _, tc := range []struct {
 		name  string
 		fault labnet.Fault
@@ -91,14 +91,12 @@ func TestMiddlewareAppliesLateRequestsAfterTheAnswer(t *testing.T) {
 			if inj.Pending() != 1 {
 				t.Fatalf("%d late requests pending, want 1", inj.Pending())
 			}
-			time.Sleep(lateBy / 2)
-			if svc.count() != 0 {
-				t.Fatal("applied before LateBy passed")
-			}
 			waitFor(t, func() bool { return svc.count() == 1 })
 			svc.mu.Lock()
 			defer svc.mu.Unlock()
-			if got := svc.at[0].Sub(gaveUp); got < lateBy-50*time.Millisecond {
+			// gaveUp is when the client read the end of its answer, a
+			// little after the server ended it: leave room for a busy machine
+			if got := svc.at[0].Sub(gaveUp); got < lateBy/2 {
 				t.Errorf("applied %v after the client gave up, want about %v", got, lateBy)
 			}
 			if svc.applied[0] != `{"server":{"name":"late"}}` || svc.ctxErr[0] != nil {
