@@ -32,9 +32,7 @@ func (i *Injector) Late(parent context.Context, delay time.Duration, apply func(
 		return false
 	}
 	q.pending++
-	q.wg.Add(1)
-	go func() {
-		defer q.wg.Done()
+	q.wg.Go(func() {
 		defer func() {
 			i.mu.Lock()
 			q.pending--
@@ -51,7 +49,7 @@ func (i *Injector) Late(parent context.Context, delay time.Duration, apply func(
 		defer cancel()
 		defer context.AfterFunc(q.ctx, cancel)()
 		apply(ctx)
-	}()
+	})
 	return true
 }
 

@@ -118,7 +118,8 @@ func TestMiddlewareNeverAppliesLateReads(t *testing.T) {
 	svc := &lateService{}
 	srv := httptest.NewServer(labnet.Middleware("nova", inj, &labnet.Recorder{}, svc))
 	t.Cleanup(srv.Close)
-	resp, err := srv.Client().Get(srv.URL + "/v2.1/servers")
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+"/v2.1/servers", nil)
+	resp, err := srv.Client().Do(req)
 	if err != nil || resp.StatusCode != http.StatusGatewayTimeout {
 		t.Fatalf("GET: %v %v, want 504", resp, err)
 	}
