@@ -66,6 +66,8 @@ func TestLateWrites(t *testing.T) {
 		}
 	}
 
+	eventually(t, "the late applies returned", func() bool { return inj.Pending() == 0 })
+
 	// A streaming write: the pull is replayed from the request read then.
 	inj.Set(labnet.Knobs{LateBy: lateBy, Faults: []labnet.Fault{{Service: talosnode.ServiceName, PathPrefix: "/machine.ImageService/Pull", Nth: 1, Late: true}}})
 	target := factory.InstallerRef("factory.talos.dev", "nocloud", fx.plan.Installers[0].SchematicID, "v1.14.3", false)
