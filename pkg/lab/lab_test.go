@@ -18,13 +18,7 @@ import (
 
 func TestLabStatusAndKnobs(t *testing.T) {
 	t.Parallel()
-	l, err := lab.Start(t.Context(), lab.Options{Provider: "openstack"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = l.Close() })
-	control := httptest.NewServer(l.ControlHandler())
-	t.Cleanup(control.Close)
+	l, control := startWithControl(t)
 
 	c, err := factory.New(l.Factory.URL, factory.Options{})
 	if err != nil {

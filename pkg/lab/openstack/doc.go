@@ -10,7 +10,10 @@
 // same maximum microversions (Nova 2.93, Cinder 3.70, Glance v2.15), and
 // Zed's Neutron, which refuses "tags" in POST bodies (Config.NeutronTagsInPOST
 // switches to the newer tag-creation behaviour). State moves like the real
-// services do: servers BUILD → ACTIVE after Config.BootDelay, deletes take
+// services do: servers BUILD → ACTIVE after Config.BootDelay, their ports
+// bound halfway as nova-compute binds them (the API only refuses a port
+// already bound, so of two servers given one port the later to build goes
+// to ERROR, "Port … is still in use."), deletes take
 // Config.DeleteDelay (task "deleting", then status DELETED, then 404),
 // volumes creating → available, images queued → active, and errors carry
 // each service's own body ({"badRequest": …}, {"NeutronError": …}, …).

@@ -118,3 +118,27 @@ func BenchmarkListNetworks(b *testing.B) {
 		_ = resp.Body.Close()
 	}
 }
+
+// TestFaultLateServerCreate: a late server create answers 504 and makes
+// nothing then; Nova makes the server LateBy after that answer, from the
+// body the client sent.
+func TestFaultLateServerCreate(t *testing.T) {
+	t.Parallel()
+	const lateBy = 300 * time.Millisecond
+	inj := labnet.NewInjector(labnet.Knobs{LateBy: lateBy, Faults: []labnet.Fault{
+		{Service: openstack.Nova, Method: http.MethodPost, PathPrefix: "/v2.1/servers", Nth: 1, Late: true},
+	}})
+	t.Cleanup(func() { _ = inj.Close() })
+	lab := start(t, openstack.Config{Injector: inj})
+	c := newClients(t, login(t, lab, "demo", "demo"))
+	fx := newFixture(t, c)
+	_, err := servers.Create(t.Context(), c.compute, fx.serverOpts("late", fx.port(t, c, "late"), nil), nil).Extract()
+	wantCode(t, err, http.StatusGatewayTimeout)
+	if n := len(lab.Inventory().Servers); n != 0 {
+		t.Fatalf("%d servers right after the 504, want none yet", n)
+	}
+	eventually(t, "the late server", func() bool {
+		inv := lab.Inventory()
+		return len(inv.Servers) == 1 && inv.Servers[0].Name == "late"
+	})
+}

@@ -208,6 +208,7 @@ func (c *state) planNetworks(spec map[string]any, p *bootPlan, t *token, mv int)
 			if !ok || !visible(t, port.ProjectID) {
 				return errf(http.StatusBadRequest, "", "Port id %s could not be found.", str(req, "port"))
 			}
+			// a bound port; one bound later fails the build (bindPorts)
 			if port.DeviceID != "" || slices.Contains(p.ports, port) {
 				return errf(http.StatusConflict, "", "Port %s is still in use.", port.ID)
 			}
@@ -310,28 +311,15 @@ func (c *state) checkComputeQuota(project string, f Flavor) *apiError {
 	return nil
 }
 
-// startServer stores a planned server and schedules its boot; callers
-// hold the lock.
+// startServer stores a planned server and schedules its build; callers
+// hold the lock. As in Nova, the API only checks that a given port is not
+// bound (planNetworks): nova-compute binds it (and creates the ports of
+// "networks") during the build, halfway through BUILD here (bindPorts),
+// so two servers given one port are both accepted and the later one to
+// build goes to ERROR.
 func (c *state) startServer(p *bootPlan, t *token) *Server {
 	srv := p.srv
 	srv.meta = c.newMeta()
-	for _, req := range p.nets {
-		spec := map[string]any{"network_id": req.network.ID}
-		if req.fixedIP != "" {
-			spec["fixed_ips"] = []any{map[string]any{"ip_address": req.fixedIP}}
-		}
-		port, e := c.newPort(spec, t)
-		if e != nil {
-			continue // Nova would put the server in ERROR; the lab boots it without this NIC
-		}
-		p.ports = append(p.ports, port)
-		srv.ownPorts = append(srv.ownPorts, port.ID)
-	}
-	for _, port := range p.ports {
-		port.DeviceID, port.DeviceOwner, port.BindingHost = srv.ID, "compute:"+srv.Zone, "oslab"
-		port.touch()
-		srv.Ports = append(srv.Ports, port.ID)
-	}
 	vol := p.attach
 	if p.volume != nil {
 		vol = p.volume
@@ -343,14 +331,77 @@ func (c *state) startServer(p *bootPlan, t *token) *Server {
 		srv.Volumes = []AttachedVolume{{ID: vol.ID, DeleteOnTermination: p.dot}}
 	}
 	c.servers[srv.ID] = srv
-	c.after(c.cfg.BootDelay, func() { c.bootServer(srv) })
+	half := c.cfg.BootDelay / 2
+	c.after(half, func() {
+		if c.bindPorts(srv, p, t) {
+			c.after(c.cfg.BootDelay-half, func() { c.bootServer(srv) })
+		}
+	})
 	return srv
+}
+
+// building reports whether srv is still being built (not deleted, not
+// failed); callers hold the lock.
+func (c *state) building(srv *Server) bool {
+	_, ok := c.servers[srv.ID]
+	return ok && srv.Status == "BUILD" && srv.TaskState != "deleting"
+}
+
+// bindPorts is nova-compute's network allocation during the build: the
+// given ports are bound to srv, or srv goes to ERROR when one of them was
+// bound meanwhile (PortInUse) or deleted; then ports are created on the
+// requested networks (as t's user). false: the build ends here. Callers
+// hold the lock.
+func (c *state) bindPorts(srv *Server, p *bootPlan, t *token) bool {
+	if !c.building(srv) {
+		return false // deleted while building: Nova aborts the build
+	}
+	for _, port := range p.ports {
+		switch now, ok := c.ports[port.ID]; {
+		case !ok:
+			c.failBuild(srv, fmt.Sprintf("Port id %s could not be found.", port.ID))
+			return false
+		case now.DeviceID != "":
+			c.failBuild(srv, fmt.Sprintf("Port %s is still in use.", port.ID))
+			return false
+		}
+	}
+	ports := p.ports
+	for _, req := range p.nets {
+		spec := map[string]any{"network_id": req.network.ID}
+		if req.fixedIP != "" {
+			spec["fixed_ips"] = []any{map[string]any{"ip_address": req.fixedIP}}
+		}
+		port, e := c.newPort(spec, t)
+		if e != nil {
+			continue // Nova would put the server in ERROR; the lab boots it without this NIC
+		}
+		ports = append(ports, port)
+		srv.ownPorts = append(srv.ownPorts, port.ID)
+	}
+	for _, port := range ports {
+		port.DeviceID, port.DeviceOwner, port.BindingHost = srv.ID, "compute:"+srv.Zone, "oslab"
+		port.touch()
+		srv.Ports = append(srv.Ports, port.ID)
+	}
+	srv.TaskState = "spawning"
+	srv.touch()
+	return true
+}
+
+// failBuild puts a building server in ERROR with Nova's fault message;
+// callers hold the lock.
+func (c *state) failBuild(srv *Server, fault string) {
+	srv.Status, srv.VMState, srv.TaskState = "ERROR", "error", ""
+	srv.Fault = fault
+	srv.touch()
+	c.emit(Event{Kind: ServerError, Server: srv.clone(), UserData: decodeUserData(srv.UserData), Ports: c.portsOf(srv)})
 }
 
 // bootServer ends BUILD; callers hold the lock.
 func (c *state) bootServer(srv *Server) {
-	if _, ok := c.servers[srv.ID]; !ok || srv.Status != "BUILD" || srv.TaskState == "deleting" {
-		return // deleted while building: Nova aborts the build
+	if !c.building(srv) {
+		return // deleted while building (Nova aborts the build), or failed
 	}
 	for _, av := range srv.Volumes {
 		if v, ok := c.volumes[av.ID]; ok {
@@ -359,10 +410,7 @@ func (c *state) bootServer(srv *Server) {
 		}
 	}
 	if c.cfg.FailBoot != nil && c.cfg.FailBoot(srv.Name) {
-		srv.Status, srv.VMState, srv.TaskState = "ERROR", "error", ""
-		srv.Fault = fmt.Sprintf("Build of instance %s aborted: the lab was told this server never boots.", srv.ID)
-		srv.touch()
-		c.emit(Event{Kind: ServerError, Server: srv.clone(), UserData: decodeUserData(srv.UserData), Ports: c.portsOf(srv)})
+		c.failBuild(srv, fmt.Sprintf("Build of instance %s aborted: the lab was told this server never boots.", srv.ID))
 		return
 	}
 	srv.Status, srv.VMState, srv.TaskState = "ACTIVE", "active", ""

@@ -179,9 +179,13 @@ func TestServerCreateValidation(t *testing.T) {
 	wantCode(t, err, http.StatusBadRequest, "Volume is smaller than the minimum size specified in image metadata")
 
 	first := fx.port(t, c, "one")
-	must(servers.Create(ctx, c.compute, fx.serverOpts("one", first, nil), nil).Extract()).ok(t)
+	one := must(servers.Create(ctx, c.compute, fx.serverOpts("one", first, nil), nil).Extract()).ok(t)
+	eventually(t, "one ACTIVE", func() bool {
+		s, err := servers.Get(ctx, c.compute, one.ID).Extract()
+		return err == nil && s.Status == "ACTIVE"
+	})
 	_, err = servers.Create(ctx, c.compute, fx.serverOpts("two", first, nil), nil).Extract()
-	wantCode(t, err, http.StatusConflict, "is still in use")
+	wantCode(t, err, http.StatusConflict, "Port "+first+" is still in use.")
 
 	noErr(t, lab.SetQuota("demo", openstack.Quota{Instances: 1}))
 	_, err = servers.Create(ctx, c.compute, fx.serverOpts("three", fx.port(t, c, "three"), nil), nil).Extract()
@@ -190,6 +194,64 @@ func TestServerCreateValidation(t *testing.T) {
 	c.compute.Microversion = "2.200"
 	_, err = servers.Get(ctx, c.compute, "x").Extract()
 	wantCode(t, err, http.StatusNotAcceptable, "Version 2.200 is not supported by the API. Minimum is 2.1 and maximum is 2.93.")
+}
+
+// TestSecondServerOfAPortFailsItsBuild: as nova-api, the lab accepts a
+// server given a port no server has bound yet (202), and binds it during
+// the build, as nova-compute does: of two servers given one port while
+// neither is built, one builds and the other goes to ERROR with Nova's
+// PortInUse fault (whichever builds first wins, as in Nova), and the port
+// stays the built one's (deleting the failed one does not unbind it).
+func TestSecondServerOfAPortFailsItsBuild(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var events []openstack.Event
+	lab := start(t, openstack.Config{
+		BootDelay: time.Second, // the ports are bound after 500 ms
+		OnEvent:   func(e openstack.Event) { mu.Lock(); events = append(events, e); mu.Unlock() },
+	})
+	c := newClients(t, login(t, lab, "demo", "demo"))
+	ctx := t.Context()
+	fx := newFixture(t, c)
+	port := fx.port(t, c, "shared")
+	first := must(servers.Create(ctx, c.compute, fx.serverOpts("first", port, nil), nil).Extract()).ok(t)
+	second := must(servers.Create(ctx, c.compute, fx.serverOpts("second", port, nil), nil).Extract()).ok(t)
+	if p := must(ports.Get(ctx, c.network, port).Extract()).ok(t); p.DeviceID != "" {
+		t.Errorf("the port is bound to %s inside the POST; Nova binds it during the build", p.DeviceID)
+	}
+	status := map[string]string{}
+	eventually(t, "one server ACTIVE, the other in ERROR", func() bool {
+		for _, id := range []string{first.ID, second.ID} {
+			s, err := servers.Get(ctx, c.compute, id).Extract()
+			if err != nil {
+				return false
+			}
+			status[id] = s.Status
+			if s.Status == "ERROR" {
+				status[id] += ": " + s.Fault.Message
+			}
+		}
+		return status[first.ID] == "ACTIVE" != (status[second.ID] == "ACTIVE")
+	})
+	built, failed := first.ID, second.ID
+	if status[second.ID] == "ACTIVE" {
+		built, failed = second.ID, first.ID
+	}
+	if want := "ERROR: Port " + port + " is still in use."; status[failed] != want {
+		t.Errorf("the server that did not build: %q, want %q", status[failed], want)
+	}
+	noErr(t, servers.Delete(ctx, c.compute, failed).ExtractErr())
+	eventually(t, "the failed server gone", func() bool { return len(lab.Inventory().Servers) == 1 })
+	if p := must(ports.Get(ctx, c.network, port).Extract()).ok(t); p.DeviceID != built {
+		t.Errorf("the port is bound to %q, want the built server %s", p.DeviceID, built)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, e := range events {
+		if e.Kind == openstack.ServerError && len(e.Ports) != 0 {
+			t.Errorf("the failed build's event carries ports %+v: the lab would tear down the built server's node", e.Ports)
+		}
+	}
 }
 
 func TestServerThatNeverBoots(t *testing.T) {
@@ -213,7 +275,8 @@ func TestDeleteWhileBuilding(t *testing.T) {
 	var mu sync.Mutex
 	var kinds []openstack.EventKind
 	lab := start(t, openstack.Config{
-		BootDelay: 20 * time.Millisecond, DeleteDelay: 2 * time.Millisecond,
+		// the delete lands well inside BUILD, even on a busy machine
+		BootDelay: 400 * time.Millisecond, DeleteDelay: 2 * time.Millisecond,
 		OnEvent: func(e openstack.Event) { mu.Lock(); kinds = append(kinds, e.Kind); mu.Unlock() },
 	})
 	c := newClients(t, login(t, lab, "demo", "demo"))
@@ -224,7 +287,7 @@ func TestDeleteWhileBuilding(t *testing.T) {
 		inv := lab.Inventory()
 		return len(inv.Servers) == 0 && len(inv.Volumes) == 0
 	})
-	time.Sleep(30 * time.Millisecond) // past the boot delay: nothing may boot
+	time.Sleep(500 * time.Millisecond) // past the boot delay: nothing may boot
 	mu.Lock()
 	defer mu.Unlock()
 	if diff := cmp.Diff([]openstack.EventKind{openstack.ServerDeleted}, kinds); diff != "" {

@@ -70,7 +70,8 @@ type Config struct {
 	// run following that cloud never collides with a simulated one); it
 	// must be a loopback CIDR.
 	ExternalCIDR string
-	// BootDelay is how long a server stays in BUILD (default 20ms).
+	// BootDelay is how long a server stays in BUILD (default 20ms); its
+	// ports are bound halfway.
 	BootDelay time.Duration
 	// DeleteDelay is how long a server delete takes (default 20ms): half
 	// with task "deleting", half with status DELETED, then 404.

@@ -122,3 +122,30 @@ func TestNodeGoesOffline(t *testing.T) {
 		t.Errorf("back online: %v", err)
 	}
 }
+
+// TestFaultLateVMCreate: a late VM create answers 504 and makes nothing
+// then; Proxmox makes the VM LateBy after that answer.
+func TestFaultLateVMCreate(t *testing.T) {
+	t.Parallel()
+	const lateBy = 300 * time.Millisecond
+	inj := labnet.NewInjector(labnet.Knobs{LateBy: lateBy, Faults: []labnet.Fault{
+		{Service: proxmox.Service, Method: "POST", PathPrefix: "/api2/json/nodes/pve1/qemu", Nth: 1, Late: true},
+	}})
+	t.Cleanup(func() { _ = inj.Close() })
+	srv := startLab(t, proxmox.Options{Injector: inj})
+	c, ctx := adminClient(t, srv), t.Context()
+	node := c.NodeRef("pve1")
+	if _, err := node.NewVirtualMachine(ctx, 100, opt("name", "late")); err == nil || !strings.Contains(err.Error(), "504") {
+		t.Fatalf("late create: err = %v, want 504", err)
+	}
+	if _, err := node.VirtualMachine(ctx, 100); err == nil {
+		t.Fatal("the VM exists right after the 504")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for _, err := node.VirtualMachine(ctx, 100); err != nil; _, err = node.VirtualMachine(ctx, 100) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the late VM never appeared: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

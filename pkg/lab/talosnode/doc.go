@@ -111,7 +111,11 @@
 // the gRPC code) and passes a labnet.Injector first, and a unary call
 // forwarded to another node that node's faults too (latency; 5xx become
 // Unavailable, other HTTP statuses their gRPC codes; hangs last until the
-// client's deadline). Node knobs (Knobs) script the rest: a node that
+// client's deadline). A write whose answer is lost (labnet's After) was
+// applied first; a late write (labnet's Late) fails at once or at the
+// client's deadline, and the node applies it LateBy after that, with a
+// context of its own (a stream's one request read before and replayed to
+// its handler, what it sends thrown away). Node knobs (Knobs) script the rest: a node that
 // never boots, a reset that fails, one that hangs (up and answering, still
 // an etcd member), a reboot of Talos's own that never comes back (a
 // client's Reboot after an upgrade included), apid down for longer after

@@ -52,11 +52,11 @@ func (a *apiServices) recordUnary(ctx context.Context, req any, info *grpc.Unary
 	method := methodOf(info.FullMethod, req)
 	a.node.fleet.opts.Recorder.Arrived(labnet.Call{Service: ServiceName, Method: method, Path: a.callPath(info.FullMethod), Start: start})
 	var resp any
-	lost, err := a.faulted(ctx, info.FullMethod, method, func() (err error) {
+	f, err := a.faulted(ctx, info.FullMethod, method, unaryRPC(func(ctx context.Context) (err error) {
 		resp, err = handler(ctx, req)
 		return err
-	})
-	a.record(info.FullMethod, method, start, err, lost)
+	}))
+	a.record(info.FullMethod, method, start, err, f)
 	if err != nil {
 		return nil, err
 	}
@@ -70,8 +70,8 @@ func (a *apiServices) recordStream(srv any, ss grpc.ServerStream, info *grpc.Str
 	start := time.Now()
 	method := methodOf(info.FullMethod, nil)
 	a.node.fleet.opts.Recorder.Arrived(labnet.Call{Service: ServiceName, Method: method, Path: a.callPath(info.FullMethod), Start: start})
-	lost, err := a.faultedStream(ss, info.FullMethod, method, func(ss grpc.ServerStream) error { return handler(srv, ss) })
-	a.record(info.FullMethod, method, start, err, lost)
+	f, err := a.faulted(ss.Context(), info.FullMethod, method, streamRPC(srv, ss, handler))
+	a.record(info.FullMethod, method, start, err, f)
 	return err
 }
 
@@ -85,38 +85,31 @@ func methodOf(fullMethod string, req any) string {
 }
 
 // record appends the call to the recorder.
-func (a *apiServices) record(fullMethod, method string, start time.Time, err error, lost bool) {
+func (a *apiServices) record(fullMethod, method string, start time.Time, err error, f fate) {
 	rec := a.node.fleet.opts.Recorder
 	if rec == nil {
 		return
 	}
 	rec.Record(labnet.Call{
 		Service: ServiceName, Method: method, Path: a.callPath(fullMethod),
-		Status: int(status.Code(err)), Lost: lost, Start: start, Duration: time.Since(start),
+		Status: int(status.Code(err)), Lost: f.lost, Late: f.late, Start: start, Duration: time.Since(start),
 	})
 }
 
-// faultedStream is faulted for a stream: call gets ss, or (answer lost) a
-// stream that sends nothing.
-func (a *apiServices) faultedStream(ss grpc.ServerStream, fullMethod, method string, call func(grpc.ServerStream) error) (lost bool, err error) {
-	return a.faulted(ss.Context(), fullMethod, method, func() error { return call(ss) }, func() error { return call(lostStream{ss}) })
-}
-
-// lostStream is a server stream whose messages never reach the client.
-type lostStream struct{ grpc.ServerStream }
-
-func (lostStream) SendMsg(any) error { return nil }
+// fate is what a fault did to a call's request: applied, then its answer
+// lost (lost), or applied after its answer (late).
+type fate struct{ lost, late bool }
 
 // faulted applies the lab's faults to a call: latency, then a gRPC error
 // instead of the call (HTTP statuses mapped to their gRPC codes: 5xx is
 // Unavailable), a reset connection, or a hang until the client gives up;
-// or, for an answer lost after the call was applied (lost reports it), the
-// call (lostCall, when given, in its place) and then one of those instead
-// of its answer.
-func (a *apiServices) faulted(ctx context.Context, fullMethod, method string, call func() error, lostCall ...func() error) (lost bool, err error) {
+// or, for an answer lost after the call was applied, the call (its lost
+// form) and then one of those instead of its answer; or, for a late
+// write, one of those, and the call (its late form) LateBy after that.
+func (a *apiServices) faulted(ctx context.Context, fullMethod, method string, call rpc) (f fate, err error) {
 	inj := a.node.fleet.opts.Injector
 	if inj == nil {
-		return false, call()
+		return fate{}, call.run(ctx)
 	}
 	d := inj.Decide(ServiceName, method, a.callPath(fullMethod))
 	if d.Delay > 0 {
@@ -124,27 +117,31 @@ func (a *apiServices) faulted(ctx context.Context, fullMethod, method string, ca
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return false, status.FromContextError(ctx.Err()).Err()
+			return fate{}, status.FromContextError(ctx.Err()).Err()
 		case <-t.C:
 		}
 	}
-	if d.Lost() {
-		if len(lostCall) > 0 {
-			call = lostCall[0]
+	if f.lost = d.Lost(); f.lost {
+		_ = call.lostRun(ctx) // applied; its answer goes nowhere
+	}
+	if d.Late && method == methodWrite {
+		if apply := call.late(); apply != nil {
+			f.late = true
+			// once the answer ended, whichever way
+			defer inj.Late(ctx, d.LateBy, func(ctx context.Context) { _ = apply(ctx) })
 		}
-		_ = call() // applied; its answer goes nowhere
 	}
 	switch {
 	case d.Hang:
 		<-ctx.Done()
-		return d.Lost(), status.FromContextError(ctx.Err()).Err()
+		return f, status.FromContextError(ctx.Err()).Err()
 	case d.Reset:
 		a.node.fleet.conns.reset(ctx)
-		return d.Lost(), status.Error(codes.Unavailable, "injected fault: connection reset")
+		return f, status.Error(codes.Unavailable, "injected fault: connection reset")
 	case d.Status != 0:
-		return d.Lost(), status.Error(grpcCode(d.Status), "injected fault: "+strings.ToLower(http.StatusText(d.Status)))
+		return f, status.Error(grpcCode(d.Status), "injected fault: "+strings.ToLower(http.StatusText(d.Status)))
 	}
-	return false, call()
+	return fate{}, call.run(ctx)
 }
 
 // grpcCode maps an HTTP status to the gRPC code a gateway would use.

@@ -103,10 +103,10 @@ func (a *apiServices) routeUnary(ctx context.Context, req any, info *grpc.UnaryS
 		// The target's own faults apply to what is forwarded to it (the
 		// entry node recorded the call and applied its own).
 		var resp any
-		if _, err := n.api.faulted(ctx, info.FullMethod, methodOf(info.FullMethod, req), func() (err error) {
+		if _, err := n.api.faulted(ctx, info.FullMethod, methodOf(info.FullMethod, req), unaryRPC(func(ctx context.Context) (err error) {
 			resp, err = n.api.routes[info.FullMethod].unary(proxied(ctx), req)
 			return err
-		}); err != nil {
+		})); err != nil {
 			return nil, err
 		}
 		return resp, nil
