@@ -35,7 +35,9 @@ func (k failingKube) ServerVersion(context.Context) (string, error) { return "",
 func TestFailedDrainAbortsUnlessNotReady(t *testing.T) {
 	t.Parallel()
 	r, _ := fakeRun(t, false)
-	r.obs.seams.openKube = func(string) (kubeAPI, error) { return failingKube{err: errors.New("eviction blocked by a PodDisruptionBudget")}, nil }
+	r.obs.seams.openKube = func(string) (kubeAPI, error) {
+		return failingKube{err: errors.New("eviction blocked by a PodDisruptionBudget")}, nil
+	}
 	for _, tc := range []struct {
 		kube    kubeState
 		aborted bool
