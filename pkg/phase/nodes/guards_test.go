@@ -131,8 +131,9 @@ func (c *restartCloud) RestartMachine(_ context.Context, _ *config.Cluster, m pr
 	return nil
 }
 
-// restartRun is upgradeRun with a restart of t-worker-01 to do.
-func restartRun(t *testing.T, reboots bool) (*run, *upgradeTalos, *restartCloud, op) {
+// restartRun is upgradeRun with a restart of t-worker-01 to do: the fake
+// Talos, the cloud and the restart's op.
+func restartRun(t *testing.T, reboots bool) (*upgradeTalos, *restartCloud, op) {
 	t.Helper()
 	r, f := upgradeRun(t, false, nil)
 	r.in.Reboot = true
@@ -143,7 +144,7 @@ func restartRun(t *testing.T, reboots bool) (*run, *upgradeTalos, *restartCloud,
 	if !ok || len(o.actions) != 1 {
 		t.Fatalf("restartOp = %+v, %t", o, ok)
 	}
-	return r, f, cloud, o
+	return f, cloud, o
 }
 
 // A running machine whose boot id cannot be read is not restarted
@@ -151,7 +152,7 @@ func restartRun(t *testing.T, reboots bool) (*run, *upgradeTalos, *restartCloud,
 // is asked.
 func TestRestartOpRefusesWithoutTheBootID(t *testing.T) {
 	t.Parallel()
-	_, f, cloud, o := restartRun(t, true)
+	f, cloud, o := restartRun(t, true)
 	f.unknown = errors.New("rpc error: code = Unavailable")
 	if err := o.actions[0].provider(t.Context()); err == nil || !strings.Contains(err.Error(), "not restarting it") {
 		t.Errorf("err = %v", err)
@@ -166,7 +167,7 @@ func TestRestartOpRefusesWithoutTheBootID(t *testing.T) {
 func TestRestartOpSettledByANewBootID(t *testing.T) {
 	t.Parallel()
 	for _, reboots := range []bool{true, false} {
-		_, _, _, o := restartRun(t, reboots)
+		_, _, o := restartRun(t, reboots)
 		if err := o.actions[0].provider(t.Context()); err != nil {
 			t.Fatal(err)
 		}
