@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/netip"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -54,20 +55,30 @@ func (f *fakeKube) Nodes(context.Context) ([]kube.Node, error) {
 
 func (f *fakeKube) ServerVersion(context.Context) (string, error) { return "v1.34.1", nil }
 
-// fakeTalos answers Version for every node but the silent ones.
-type fakeTalos struct{ silent map[string]bool }
+// fakeTalos answers Version for every node but the silent ones, and the
+// rebooting ones until they were waited for.
+type fakeTalos struct {
+	mu        sync.Mutex
+	silent    map[string]bool
+	rebooting map[string]bool
+}
 
 func (f *fakeTalos) Version(_ context.Context, node string) (string, error) {
-	if f.silent[node] {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.silent[node] || f.rebooting[node] {
 		return "", errors.New("connection refused")
 	}
 	return "v1.13.8", nil
 }
 
 func (f *fakeTalos) WaitReachable(_ context.Context, node string, _, _ time.Duration, _ func(time.Duration)) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if f.silent[node] {
 		return errors.New("still silent")
 	}
+	delete(f.rebooting, node)
 	return nil
 }
 
@@ -128,8 +139,22 @@ func TestReadVersionsRefusesASilentNode(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 	l = &live{endpoint: "127.0.0.10"}
-	if err := l.readVersions(t.Context(), fastInput(t, threeNodes()), &fakeTalos{}, targets); err != nil || len(l.talos) != 3 || l.talos[0].host != "t-controlplane-01" {
-		t.Errorf("all answer: err %v, versions %+v", err, l.talos)
+	if err := l.readVersions(t.Context(), fastInput(t, threeNodes()), &fakeTalos{rebooting: map[string]bool{"127.0.0.22": true}}, targets); err != nil || len(l.talos) != 3 || l.talos[0].host != "t-controlplane-01" || l.talos[2].version != "v1.13.8" {
+		t.Errorf("all answer, one after its reboot: err %v, versions %+v", err, l.talos)
+	}
+}
+
+// A cluster whose machines can all be checked goes on to the Talos API
+// (here: to load the identity, which this directory lacks).
+func TestTalosNodesChecksEveryAddressedMachine(t *testing.T) {
+	t.Parallel()
+	cfg := threeNodes()
+	cfg.Dir = t.TempDir()
+	inv := &provider.Inventory{Machines: []provider.Machine{{Hostname: "t-controlplane-01", Address: netip.MustParseAddr("127.0.0.10")}}}
+	l := &live{up: true, endpoint: "127.0.0.10", nodes: []kube.Node{{Name: "t-controlplane-01"}}}
+	err := l.talosNodes(t.Context(), fastInput(t, cfg), &fakeKube{}, inv)
+	if err == nil || strings.Contains(err.Error(), "cannot be checked") || !strings.Contains(err.Error(), "talossecrets") {
+		t.Errorf("err = %v, want the identity's load error", err)
 	}
 }
 
