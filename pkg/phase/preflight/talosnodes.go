@@ -61,10 +61,10 @@ func targetsOf(cfg *config.Cluster, inv *provider.Inventory, nodes []kube.Node, 
 		case i >= 0:
 			addr = nodes[i].InternalIP
 		}
-		switch {
-		case addr == "":
+		switch addr {
+		case "":
 			t.unknown = append(t.unknown, fmt.Sprintf("%s (no address: neither the provider nor a Kubernetes Node gives one; provider status %q)", m.Hostname, im.Status))
-		case addr == endpoint:
+		case endpoint:
 			t.endpointHost = m.Hostname
 		default:
 			t.addrs, t.nodes = append(t.addrs, addr), append(t.nodes, nodeVersion{host: m.Hostname})

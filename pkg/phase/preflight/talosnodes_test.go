@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -165,7 +166,7 @@ func TestTalosNodesChecksEveryAddressedMachine(t *testing.T) {
 func TestAwaitListedRefusesANodeKubernetesDoesNotList(t *testing.T) {
 	t.Parallel()
 	without := []kube.Node{{Name: "t-controlplane-01"}, {Name: "t-worker-01"}}
-	with := append(without, kube.Node{Name: "t-worker-02"})
+	with := append(slices.Clone(without), kube.Node{Name: "t-worker-02"})
 	l := &live{}
 	err := l.awaitListed(t.Context(), fastInput(t, threeNodes()), &fakeKube{lists: [][]kube.Node{without}}, []string{"t-worker-02"})
 	if err == nil || !strings.Contains(err.Error(), "1 existing node(s) answer Talos but Kubernetes does not list them") || !strings.Contains(err.Error(), "t-worker-02") {
