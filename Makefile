@@ -34,7 +34,7 @@ TAR_FLAGS    := $(shell tar --version 2>/dev/null | grep -q 'GNU tar' && \
 
 VULNDB := bin/vulndb
 
-.PHONY: help build test unit e2e lint fmt vet vuln bench fuzz demo dist schema tidy tidy-check clean ci
+.PHONY: help build test unit e2e lint fmt vet vuln bench fuzz mutate demo dist schema tidy tidy-check clean ci
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-11s %s\n", $$1, $$2}'
@@ -90,6 +90,23 @@ fuzz: ## fuzz every parser of user or network input, FUZZTIME (10m) each
 		echo "fuzz: $$name in $$pkg for $(FUZZTIME)"; \
 		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
 	done
+
+# Mutation testing of the packages that hold the safety guards, with
+# gremlins (pinned in tools/go.mod): each package's -short tests run
+# against every mutant of its covered code; a LIVED mutant is a change no
+# test noticed. Slow (hours on two cores), so not part of test or ci. The
+# report goes to bin/mutate.txt; MUTATE_PKGS picks the packages.
+MUTATE_PKGS ?= ./pkg/phase/nodes ./pkg/phase/preflight ./pkg/talos/talosapi ./pkg/provider/...
+MUTATEFLAGS ?= --workers 1 --timeout-coefficient 10
+
+mutate: ## mutation testing of the guard packages (gremlins, -short tests; slow); report in bin/mutate.txt
+	@mkdir -p bin
+	@: > bin/mutate.txt
+	@for p in $(MUTATE_PKGS); do \
+		echo "mutate: $$p" | tee -a bin/mutate.txt; \
+		GOFLAGS="$${GOFLAGS:-} -short" $(TOOL) gremlins unleash $(MUTATEFLAGS) $${p%/...} 2>&1 | tee -a bin/mutate.txt; \
+	done
+	@echo "mutation report: bin/mutate.txt"
 
 # The converge benchmarks report wall time over the converge's lower bound
 # (x-bound), over the lab's busy time (x-lab-busy, idle gaps only) and, at

@@ -3,6 +3,7 @@ package nodes
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/state"
@@ -103,10 +104,6 @@ func (r *run) configDrift(ctx context.Context) ([]pendingApply, error) {
 		r.in.Out.Warn("machine configurations of existing nodes not compared: the network phase reported no Kubernetes API endpoint")
 		return nil, nil
 	}
-	input, _, err := r.configInput()
-	if err != nil {
-		return nil, err
-	}
 	pending := make([]pendingApply, len(existing))
 	for i, m := range existing {
 		addr, ok := r.obs.address(m.Hostname)
@@ -114,6 +111,10 @@ func (r *run) configDrift(ctx context.Context) ([]pendingApply, error) {
 			return nil, fmt.Errorf("no address known for %s: its running configuration cannot be compared; refusing to go on with a node in an unknown state", m.Hostname)
 		}
 		pending[i] = pendingApply{machine: m, address: addr}
+	}
+	input, _, err := r.configInput()
+	if err != nil {
+		return nil, err
 	}
 	c, _, err := r.obs.talosSession(ctx)
 	if err != nil {
@@ -147,23 +148,31 @@ func (r *run) configDrift(ctx context.Context) ([]pendingApply, error) {
 	return out, nil
 }
 
-// appliable are the existing desired machines visible through the
-// kubeconfig; the others are skipped with a message (I-R8). An
-// unanswered node list leaves every node's visibility unknown: refused.
+// appliable are the existing desired machines, which must all be visible
+// through the kubeconfig. The reference skips an invisible one (I-R8);
+// talosc refuses it (audit L2): its configuration, firewall included,
+// would be left behind the cloud's security group while the run claims
+// success. Validation refuses it first; this holds when a Node vanished
+// since. An unanswered node list leaves every node's visibility unknown:
+// refused too.
 func (r *run) appliable() ([]config.Machine, error) {
 	if r.obs.nodesErr != nil {
 		return nil, fmt.Errorf("could not list the Kubernetes nodes (%w): which nodes to roll configuration out to is unknown; refusing", r.obs.nodesErr)
 	}
 	var out []config.Machine
+	var invisible []string
 	for _, m := range r.desired {
 		if _, ok := r.obs.inv.Find(m.Hostname); !ok {
 			continue
 		}
 		if _, ok := r.obs.kubeNode(m.Hostname); !ok {
-			r.in.Out.Info("%s: not visible through kubeconfig, config not applied", m.Hostname)
+			invisible = append(invisible, m.Hostname)
 			continue
 		}
 		out = append(out, m)
+	}
+	if len(invisible) > 0 {
+		return nil, fmt.Errorf("%s: not visible through kubeconfig, so its configuration cannot be rolled out; refusing (let it join, or remove it from cluster.yaml)", strings.Join(invisible, ", "))
 	}
 	return out, nil
 }

@@ -230,7 +230,7 @@ func (r *run) reset(ctx context.Context, d removal) error {
 func (r *run) provedGone(ctx context.Context, host string) error {
 	member, found, err := r.etcdMember(ctx, host)
 	if err != nil {
-		return fmt.Errorf("no address for control plane %s and the etcd member list could not be read: refusing to delete it: %w", host, err)
+		return fmt.Errorf("no address for control plane %s and the etcd member list could not be read or proves nothing: refusing to delete it: %w", host, err)
 	}
 	if found {
 		_, ep, _ := r.obs.talosSession(ctx)
@@ -243,22 +243,12 @@ func (r *run) provedGone(ctx context.Context, host string) error {
 // which node it is cannot be told (I-S10).
 var errUnnamedMember = errors.New("an etcd member has no name (added but never started), so which node it is cannot be told")
 
-// etcdMember looks host up in the etcd member list of the first control
-// plane (the survivor: it is always desired). An unnamed member fails
-// closed.
+// etcdMember looks host up in the survivor's etcd member list
+// (survivorMembers): absent from a plausible list is proof it is no member.
 func (r *run) etcdMember(ctx context.Context, host string) (talosapi.Member, bool, error) {
-	c, ep, err := r.obs.talosSession(ctx)
+	members, err := r.survivorMembers(ctx)
 	if err != nil {
 		return talosapi.Member{}, false, err
-	}
-	members, err := c.EtcdMembers(ctx, ep)
-	if err != nil {
-		return talosapi.Member{}, false, err
-	}
-	for _, m := range members {
-		if m.Hostname == "" {
-			return talosapi.Member{}, false, fmt.Errorf("%w (id %016x)", errUnnamedMember, m.ID)
-		}
 	}
 	for _, m := range members {
 		if m.Hostname == host {
@@ -266,6 +256,32 @@ func (r *run) etcdMember(ctx context.Context, host string) (talosapi.Member, boo
 		}
 	}
 	return talosapi.Member{}, false, nil
+}
+
+// survivorMembers is the etcd member list of the first control plane (the
+// survivor: it is always desired), refused when it proves nothing about
+// who is a member: a member without a name fails closed (I-S10), and so
+// does a list that does not name the survivor that answered it (empty, or
+// another cluster's: such a list would "prove" every node gone).
+func (r *run) survivorMembers(ctx context.Context) ([]talosapi.Member, error) {
+	c, ep, err := r.obs.talosSession(ctx)
+	if err != nil {
+		return nil, err
+	}
+	members, err := c.EtcdMembers(ctx, ep)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range members {
+		if m.Hostname == "" {
+			return nil, fmt.Errorf("%w (id %016x)", errUnnamedMember, m.ID)
+		}
+	}
+	survivor := r.cp1().Hostname
+	if !slices.ContainsFunc(members, func(m talosapi.Member) bool { return m.Hostname == survivor }) {
+		return nil, fmt.Errorf("the etcd member list of %s (%s) does not name %s itself (%d members), so it proves nothing about who is a member", survivor, ep, survivor, len(members))
+	}
+	return members, nil
 }
 
 // removeMember removes an etcd member by id through the survivor.

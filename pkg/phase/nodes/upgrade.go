@@ -105,23 +105,15 @@ func (r *run) reinstall(ctx context.Context) error {
 // etcdAllowsUpgrade refuses a control-plane upgrade that etcd cannot
 // survive (Talos's own ValidateForUpgrade): a member that never started
 // (which node it is cannot be told), or exactly two members (one
-// rebooting loses quorum). An unreadable member list refuses too.
+// rebooting loses quorum). An unreadable member list, or one that
+// proves nothing (survivorMembers), refuses too.
 func (r *run) etcdAllowsUpgrade(ctx context.Context, ups []talosUpgrade) error {
 	if !slices.ContainsFunc(ups, func(u talosUpgrade) bool { return u.machine.Role == config.RoleControlPlane }) {
 		return nil
 	}
-	c, ep, err := r.obs.talosSession(ctx)
+	members, err := r.survivorMembers(ctx)
 	if err != nil {
-		return err
-	}
-	members, err := c.EtcdMembers(ctx, ep)
-	if err != nil {
-		return fmt.Errorf("the etcd member list could not be read, so whether a control plane may reboot is unknown; refusing to upgrade: %w", err)
-	}
-	for _, m := range members {
-		if m.Hostname == "" {
-			return fmt.Errorf("refusing to upgrade control planes: %w (id %016x)", errUnnamedMember, m.ID)
-		}
+		return fmt.Errorf("the etcd member list could not be read or proves nothing, so whether a control plane may reboot is unknown; refusing to upgrade: %w", err)
 	}
 	if len(members) == 2 {
 		return errors.New("refusing to upgrade control planes: etcd has 2 members, and one rebooting loses quorum; add a third control plane first")

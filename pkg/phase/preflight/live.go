@@ -2,11 +2,8 @@ package preflight
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/netip"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/talosc/talosc/pkg/config"
@@ -14,7 +11,6 @@ import (
 	"github.com/talosc/talosc/pkg/phase"
 	"github.com/talosc/talosc/pkg/provider"
 	"github.com/talosc/talosc/pkg/talos/identity"
-	"github.com/talosc/talosc/pkg/talos/talosapi"
 )
 
 // The running cluster's probes: the reference's three kube probes 10 s
@@ -78,80 +74,37 @@ func observe(ctx context.Context, in *phase.Input, inv *provider.Inventory) (*li
 	if err != nil {
 		return l, nil //nolint:nilerr // an unreadable kubeconfig is the nodes phase's to judge
 	}
-	if l.up, _ = kc.Probe(ctx, probeAttempts, in.Env.Scale(probeInterval)); !l.up {
+	if err := l.readKube(ctx, in, kc); err != nil {
+		return nil, err
+	}
+	if !l.up {
 		return l, nil
 	}
-	if l.nodes, err = kc.Nodes(ctx); err != nil {
-		return nil, fmt.Errorf("the Kubernetes API answered but its nodes could not be listed (%w); refusing to decide what this converge would remove", err)
-	}
-	if l.kubeVersion, err = kc.ServerVersion(ctx); err != nil {
-		return nil, fmt.Errorf("could not determine the running cluster's kubernetes version while the kube-api is up; refusing: %w", err)
-	}
-	return l, l.talosNodes(ctx, in, inv)
+	return l, l.talosNodes(ctx, in, kc, inv)
 }
 
-// talosNodes reads the Talos version of talosconfig's endpoint and of
-// every existing desired node, which must all answer (audit S1/S4: a node
-// that cannot be read cannot be kept in step with the cloud's firewall or
-// its configuration; the version checks need every node's version).
-func (l *live) talosNodes(ctx context.Context, in *phase.Input, inv *provider.Inventory) error {
-	cfg := in.Config
-	if l.endpoint == "" {
-		return errors.New("the cluster is up but talosconfig records no endpoint; refusing to go on without the Talos API (re-run converge after restoring talosconfig)")
+// kubeReader is what validation asks of Kubernetes; *kube.Client
+// satisfies it.
+type kubeReader interface {
+	Probe(ctx context.Context, attempts int, interval time.Duration) (bool, error)
+	Nodes(ctx context.Context) ([]kube.Node, error)
+	ServerVersion(ctx context.Context) (string, error)
+}
+
+// readKube probes the API (I-3) and, when it answers, reads its nodes and
+// version, which must then both be read: an API that answered the probe
+// but not the node list could be hiding the nodes a converge would
+// remove or leave behind.
+func (l *live) readKube(ctx context.Context, in *phase.Input, kc kubeReader) error {
+	var err error
+	if l.up, _ = kc.Probe(ctx, probeAttempts, in.Env.Scale(probeInterval)); !l.up {
+		return nil
 	}
-	id, err := identity.Load(filepath.Join(cfg.Dir, identity.FileName))
-	if err != nil {
-		return err
+	if l.nodes, err = kc.Nodes(ctx); err != nil {
+		return fmt.Errorf("the Kubernetes API answered but its nodes could not be listed (%w); refusing to decide what this converge would remove", err)
 	}
-	c, err := talosapi.Dial(ctx, id, cfg.Name, l.endpoint, talosapi.Options{
-		CallTimeout:       max(in.Env.Scale(requestTimeout), minTimeout),
-		RetryInterval:     in.Env.Scale(talosapi.DefaultRetryInterval),
-		MaxReconnectDelay: in.Env.Scale(talosapi.DefaultMaxReconnectDelay),
-	})
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	version := func(ctx context.Context, node string) (string, error) {
-		v, err := c.Version(ctx, node)
-		if err == nil {
-			return v, nil
-		}
-		in.Out.Info("the Talos API of %s does not answer (%v); waiting up to %s for it (a node rebooting?)", node, err, in.Env.Scale(silentBudget))
-		if werr := c.WaitReachable(ctx, node, in.Env.Scale(silentBudget), in.Env.Scale(silentPoll), nil); werr != nil {
-			return "", err
-		}
-		return c.Version(ctx, node)
-	}
-	endpoint := nodeVersion{host: l.endpoint}
-	if endpoint.version, err = version(ctx, l.endpoint); err != nil {
-		return fmt.Errorf("the Talos API of %s (talosconfig's endpoint) does not answer (%w); refusing: the running Talos version and the nodes' state are unknown", l.endpoint, err)
-	}
-	var addrs []string
-	var nodes []nodeVersion
-	for _, m := range cfg.Hostnames() {
-		im, ok := inv.Find(m.Hostname)
-		switch {
-		case !ok || !im.Address.IsValid():
-		case im.Address.String() == l.endpoint:
-			endpoint.host = m.Hostname
-		default:
-			addrs, nodes = append(addrs, im.Address.String()), append(nodes, nodeVersion{host: m.Hostname})
-		}
-	}
-	var silent []string
-	for i, err := range provider.FanOut(ctx, len(addrs), func(ctx context.Context, i int) (err error) {
-		nodes[i].version, err = version(ctx, addrs[i])
-		return err
-	}) {
-		if err != nil {
-			silent = append(silent, fmt.Sprintf("%s (%v)", nodes[i].host, err))
-		}
-	}
-	l.talos = append([]nodeVersion{endpoint}, nodes...)
-	if len(silent) > 0 {
-		return fmt.Errorf("%d existing node(s) do not answer the Talos API, so their state is unknown; refusing to change the cluster around them (bring them back, or remove them from cluster.yaml): %s",
-			len(silent), strings.Join(silent, "; "))
+	if l.kubeVersion, err = kc.ServerVersion(ctx); err != nil {
+		return fmt.Errorf("could not determine the running cluster's kubernetes version while the kube-api is up; refusing: %w", err)
 	}
 	return nil
 }

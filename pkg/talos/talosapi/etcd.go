@@ -36,17 +36,24 @@ func (c *Client) EtcdMembers(ctx context.Context, node string) ([]Member, error)
 		if err != nil {
 			return err
 		}
-		msgs := resp.GetMessages()
-		if len(msgs) == 0 {
-			return errors.New("empty answer")
-		}
-		out = out[:0]
-		for _, m := range msgs[0].GetMembers() {
-			out = append(out, Member{ID: m.GetId(), Hostname: m.GetHostname(), PeerURLs: m.GetPeerUrls(), Learner: m.GetIsLearner()})
-		}
-		return nil
+		out, err = membersOf(resp)
+		return err
 	})
 	return out, err
+}
+
+// membersOf is the member list of one node's answer. An answer with no
+// message is no list at all (an error), never an empty one.
+func membersOf(resp *machineapi.EtcdMemberListResponse) ([]Member, error) {
+	msgs := resp.GetMessages()
+	if len(msgs) == 0 {
+		return nil, errors.New("empty answer")
+	}
+	out := []Member{}
+	for _, m := range msgs[0].GetMembers() {
+		out = append(out, Member{ID: m.GetId(), Hostname: m.GetHostname(), PeerURLs: m.GetPeerUrls(), Learner: m.GetIsLearner()})
+	}
+	return out, nil
 }
 
 // EtcdForfeitLeadership hands etcd leadership from node's member to

@@ -70,9 +70,16 @@ func (c *Client) hasEntries(ctx context.Context, dir string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	return entriesUnder(stream.Recv, name)
+}
+
+// entriesUnder reports whether recv's listing holds anything under name;
+// an entry the node could not read is an error (it could be the data, so
+// the directory is not known to be empty).
+func entriesUnder(recv func() (*machineapi.FileInfo, error), name string) (bool, error) {
 	found := false
 	for {
-		fi, err := stream.Recv()
+		fi, err := recv()
 		switch {
 		case errors.Is(err, io.EOF):
 			return found, nil
