@@ -80,6 +80,33 @@ func (s *scriptLab) fault(ts *testscript.TestScript, args []string) {
 	s.lab.Injector().Set(labnet.Knobs{Faults: []labnet.Fault{{Service: args[0], PathPrefix: args[1], Status: status}}})
 }
 
+// lose loses the answer of one call after it was applied ("lab lose
+// SERVICE PREFIX HOW"; "lab faults off" ends it): the first request of
+// SERVICE whose path starts with PREFIX ("METHOD /path" takes only METHOD,
+// as kill-at call does) is handled by the service, then answered with
+// status HOW (e.g. 502, 504), a reset connection (reset), or nothing until
+// the client's deadline (hang).
+func (s *scriptLab) lose(ts *testscript.TestScript, args []string) {
+	if len(args) != 3 {
+		ts.Fatalf("usage: lab lose SERVICE PREFIX STATUS|reset|hang")
+	}
+	f := labnet.Fault{Service: args[0], PathPrefix: args[1], Nth: 1, After: true}
+	if m, p, ok := strings.Cut(args[1], " "); ok {
+		f.Method, f.PathPrefix = m, p
+	}
+	switch args[2] {
+	case "reset":
+		f.Reset = true
+	case "hang":
+		f.Hang = true
+	default:
+		status, err := strconv.Atoi(args[2])
+		ts.Check(err)
+		f.Status = status
+	}
+	s.lab.Injector().Set(labnet.Knobs{Faults: []labnet.Fault{f}})
+}
+
 // kubeNodes checks "lab kube-nodes DIR NAME[:K=V[,K=V]...]...": the
 // Kubernetes Node objects of DIR's kubeconfig are exactly NAMEs, each
 // carrying its labels when given.

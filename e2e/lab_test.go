@@ -43,6 +43,8 @@ type scriptLab struct {
 	vmNames   map[int]string
 	// saved are the whole inventories "lab inventory save" kept, by name.
 	saved map[string]inventory.Snapshot
+	// quorum watches the cluster's etcd quorum ("lab etcd watch").
+	quorum *quorumWatch
 }
 
 // fixedBridge is set once a script started a Proxmox lab whose bridge
@@ -149,9 +151,16 @@ func (s *scriptLab) networks() (cluster, external string) {
 //	lab volumes N                N Cinder volumes in the project, owned or not
 //	lab etcd-members DIR NAME... the etcd members (talosctl etcd members,
 //	                             through DIR's talosconfig) are NAME...
+//	lab etcd watch               from now on, watch the quorum of the lab's
+//	                             etcd of the cluster (lab_etcd_test.go)
+//	lab etcd kept NAME...        it never lost quorum since the watch, and
+//	                             its members are exactly NAME..., all up
 //	lab fault SERVICE PREFIX STATUS
 //	                             every SERVICE request under PREFIX fails
 //	                             with STATUS (lab faults off ends it)
+//	lab lose SERVICE PREFIX STATUS|reset|hang
+//	                             the first SERVICE request under PREFIX
+//	                             is applied, then its answer lost
 //	lab silence NAME             the Talos node NAME stops answering reads
 //	                             and applies (lab faults off ends it)
 //	lab kube-nodes DIR NAME[:K=V[,K=V]...]...
@@ -202,7 +211,7 @@ func (s *scriptLab) networks() (cluster, external string) {
 //	                             waits (2 min) until NAME runs VERSION
 func cmdLab(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) == 0 || (neg && args[0] != "vm-config") {
-		ts.Fatalf("usage: lab up|follow|mark|argocd-objects|argocd-rancher-id|mutations|owned|count|images|vms|isos|wait|token|task|tasks|faults|rerun-once|real-owned|real-images|sdn|vm-config|vm-pending|order|knob|volumes|etcd-members|kube-nodes|silence|inventory|lost|glance|rancher|rancher-clusters|rancher-bindings|rancher-delete|rancher-foreign|cordon|vips|extensions|kube-version|kubelet-versions|mirror-pods|talos-versions|wait-talos ...")
+		ts.Fatalf("usage: lab up|follow|mark|argocd-objects|argocd-rancher-id|mutations|owned|count|images|vms|isos|wait|token|task|tasks|faults|rerun-once|real-owned|real-images|sdn|vm-config|vm-pending|order|knob|volumes|etcd|etcd-members|kube-nodes|silence|fault|lose|inventory|lost|glance|rancher|rancher-clusters|rancher-bindings|rancher-delete|rancher-foreign|cordon|vips|extensions|kube-version|kubelet-versions|mirror-pods|talos-versions|wait-talos ...")
 	}
 	s, _ := ts.Value(labKey{}).(*scriptLab)
 	switch args[0] {
@@ -290,6 +299,8 @@ func cmdLab(ts *testscript.TestScript, neg bool, args []string) {
 	case "volumes":
 		volumes := s.simulated(ts).Inventory().Volumes
 		want(ts, "volumes (owned or not)", count(ts, args), len(volumes), fmt.Sprint(volumes))
+	case "etcd":
+		s.etcdCmd(ts, args[1:])
 	case "etcd-members":
 		etcdMembers(ts, args[1:])
 	case "kube-nodes":
@@ -302,6 +313,8 @@ func cmdLab(ts *testscript.TestScript, neg bool, args []string) {
 		s.silence(ts, args[1:])
 	case "fault":
 		s.fault(ts, args[1:])
+	case "lose":
+		s.lose(ts, args[1:])
 	case "inventory":
 		s.inventoryChanges(ts, args[1:])
 	case "lost":
