@@ -45,6 +45,8 @@ type scriptLab struct {
 	saved map[string]inventory.Snapshot
 	// quorum watches the cluster's etcd quorum ("lab etcd watch").
 	quorum *quorumWatch
+	// late fronts the followed cloud ("lab follow DIR [NAME] late RULE...").
+	late *lateProxy
 }
 
 // fixedBridge is set once a script started a Proxmox lab whose bridge
@@ -113,6 +115,14 @@ func (s *scriptLab) networks() (cluster, external string) {
 //	                             with slow DURATION, latency DURATION, seed S
 //	lab rerun-once PROG ARGS...  run PROG; if it fails, log why and run it
 //	                             once more, which must succeed
+//	lab follow DIR [NAME] late RULE...
+//	                             the same behind a proxy that holds the
+//	                             first create of each name RULE ("METHOD
+//	                             /path" prefix) picks until talosc gave up,
+//	                             then applies it (lateproxy_test.go)
+//	lab late-applied MIN         that proxy applied at least MIN creates late
+//	lab unique-lines N           the last command's stdout has N lines, none
+//	                             twice
 //	lab real-owned N             N resources of the followed cloud carrying
 //	                             the cluster's ownership tags (listed if not)
 //	lab real-images N            N active images talosc manages there
@@ -211,7 +221,7 @@ func (s *scriptLab) networks() (cluster, external string) {
 //	                             waits (2 min) until NAME runs VERSION
 func cmdLab(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) == 0 || (neg && args[0] != "vm-config") {
-		ts.Fatalf("usage: lab up|follow|mark|argocd-objects|argocd-rancher-id|mutations|owned|count|images|vms|isos|wait|token|task|tasks|faults|rerun-once|real-owned|real-images|sdn|vm-config|vm-pending|order|knob|volumes|etcd|etcd-members|kube-nodes|silence|fault|lose|inventory|lost|glance|rancher|rancher-clusters|rancher-bindings|rancher-delete|rancher-foreign|cordon|vips|extensions|kube-version|kubelet-versions|mirror-pods|talos-versions|wait-talos ...")
+		ts.Fatalf("usage: lab up|follow|mark|argocd-objects|argocd-rancher-id|mutations|owned|count|images|vms|isos|wait|token|task|tasks|faults|rerun-once|real-owned|real-images|late-applied|unique-lines|sdn|vm-config|vm-pending|order|knob|volumes|etcd|etcd-members|kube-nodes|silence|fault|lose|inventory|lost|glance|rancher|rancher-clusters|rancher-bindings|rancher-delete|rancher-foreign|cordon|vips|extensions|kube-version|kubelet-versions|mirror-pods|talos-versions|wait-talos ...")
 	}
 	s, _ := ts.Value(labKey{}).(*scriptLab)
 	switch args[0] {
@@ -286,6 +296,10 @@ func cmdLab(ts *testscript.TestScript, neg bool, args []string) {
 		s.faults(ts, args[1:])
 	case "rerun-once":
 		rerunOnce(ts, args[1:])
+	case "late-applied":
+		s.lateApplied(ts, args[1:])
+	case "unique-lines":
+		uniqueLines(ts, args[1:])
 	case "real-owned", "real-images":
 		s.realCount(ts, args)
 	case "sdn":

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -61,11 +62,19 @@ type realCloud struct {
 
 // follow starts a lab following the real OpenStack of $TALOSC_REAL_OPENSTACK
 // and writes the cluster directory for an application credential of its
-// member user; the credential and whatever the cluster owns go at the end
+// member user (with "late RULE...", for the front of a lateProxy applying
+// the creates RULEs pick after talosc gave up on them); the credential and whatever the cluster owns go at the end
 // of the script, whether or not it reached its destroy.
 func (s *scriptLab) follow(ts *testscript.TestScript, args []string) {
+	var rules []lateRule
+	if i := slices.Index(args, "late"); i >= 0 {
+		for _, r := range args[i+1:] {
+			rules = append(rules, parseLateRule(r))
+		}
+		args = args[:i]
+	}
 	if len(args) < 1 || len(args) > 2 {
-		ts.Fatalf("usage: lab follow DIR [NAME]")
+		ts.Fatalf("usage: lab follow DIR [NAME] [late RULE...]")
 	}
 	path := os.Getenv(realOpenStackEnv)
 	if path == "" {
@@ -103,15 +112,26 @@ func (s *scriptLab) follow(ts *testscript.TestScript, args []string) {
 	ts.Check(err)
 	ts.Defer(func() { rc.cleanup(ts, cred.ID) })
 
+	authURL := rc.authURL
+	if len(rules) > 0 {
+		p, front, err := newLateProxy(rc.authURL, rules, ts.Logf)
+		ts.Check(err)
+		ts.Defer(p.Close)
+		s.late, authURL = p, front
+	}
 	dir := ts.MkAbs(args[0])
 	ts.Check(os.MkdirAll(dir, 0o755))
 	_, err = lab.WriteOpenStackCluster(dir, lab.OpenStackCluster{
-		Name: s.cluster, AuthURL: rc.authURL, Region: rc.region, CIDR: clusterCIDR,
+		Name: s.cluster, AuthURL: authURL, Region: rc.region, CIDR: clusterCIDR,
 		CredentialID: cred.ID, CredentialSecret: cred.Secret,
 		Comment: `Written by the e2e "lab follow" for a real OpenStack.`, Factory: s.lab.Factory,
 	})
 	ts.Check(err)
 	ts.Setenv("CLUSTER", s.cluster)
+	// The cloud's own CLI (python) reads the same clouds.yaml, straight
+	// to the services, and must not go to the scripts' refused proxy.
+	ts.Setenv("OS_CLIENT_CONFIG_FILE", path)
+	ts.Setenv("NO_PROXY", "127.0.0.1,localhost")
 	// Servers are ACTIVE in 1-2 s and followed 300 ms later.
 	s.pointPhases(ts, "0.1")
 }
