@@ -10,35 +10,42 @@ import (
 )
 
 // ValidateKnobs refuses fault knobs that mean nothing: a rate outside 0..1,
-// rates of exclusive faults (hang, error, lost) adding up to more than 1, a
-// negative duration, slow answers without a delay.
+// rates of exclusive faults (hang, error, lost, late) adding up to more
+// than 1, a negative duration, slow answers without a delay, a scripted
+// fault both late and after.
 func ValidateKnobs(k labnet.Knobs) error {
 	for _, r := range []struct {
 		name string
 		v    float64
-	}{{"errorRate", k.ErrorRate}, {"hangRate", k.HangRate}, {"lostRate", k.LostRate}, {"slowRate", k.SlowRate}} {
+	}{{"errorRate", k.ErrorRate}, {"hangRate", k.HangRate}, {"lostRate", k.LostRate}, {"lateRate", k.LateRate}, {"slowRate", k.SlowRate}} {
 		if r.v < 0 || r.v > 1 {
 			return fmt.Errorf("%s %v: must be between 0 and 1", r.name, r.v)
 		}
 	}
-	if sum := k.HangRate + k.ErrorRate + k.LostRate; sum > 1 {
-		return fmt.Errorf("hangRate + errorRate + lostRate = %v: a request gets one of these faults at most, so they add up to 1 at most", sum)
+	if sum := k.HangRate + k.ErrorRate + k.LostRate + k.LateRate; sum > 1 {
+		return fmt.Errorf("hangRate + errorRate + lostRate + lateRate = %v: a request gets one of these faults at most, so they add up to 1 at most", sum)
 	}
-	if k.Latency < 0 || k.Slow < 0 {
-		return fmt.Errorf("latency %v, slow %v: durations cannot be negative", k.Latency, k.Slow)
+	if k.Latency < 0 || k.Slow < 0 || k.LateBy < 0 {
+		return fmt.Errorf("latency %v, slow %v, lateBy %v: durations cannot be negative", k.Latency, k.Slow, k.LateBy)
 	}
 	if k.SlowRate > 0 && k.Slow == 0 {
 		return fmt.Errorf("slowRate %v without slow: say how late a slow answer comes (e.g. \"slow\": \"25s\")", k.SlowRate)
 	}
+	for i, f := range k.Faults {
+		if f.Late && f.After {
+			return fmt.Errorf("faults[%d] (%s %s %s): late and after exclude each other: after applies the request before its answer is lost, late after; keep one", i, f.Service, f.Method, f.PathPrefix)
+		}
+	}
 	return nil
 }
 
-// knobsWire is labnet.Knobs as PUT /knobs reads it: latency and slow are
-// Go durations ("25s") or nanoseconds.
+// knobsWire is labnet.Knobs as PUT /knobs reads it: latency, slow and
+// lateBy are Go durations ("25s") or nanoseconds.
 type knobsWire struct {
 	labnet.Knobs
 	Latency any `json:"latency,omitempty"`
 	Slow    any `json:"slow,omitempty"`
+	LateBy  any `json:"lateBy,omitempty"`
 }
 
 // readKnobs reads and validates the knobs of a PUT /knobs; false: it
@@ -52,6 +59,9 @@ func readKnobs(w http.ResponseWriter, r *http.Request) (labnet.Knobs, bool) {
 	var err error
 	if k.Latency, err = duration("latency", wire.Latency); err == nil {
 		k.Slow, err = duration("slow", wire.Slow)
+	}
+	if err == nil {
+		k.LateBy, err = duration("lateBy", wire.LateBy)
 	}
 	if err == nil {
 		err = ValidateKnobs(k)

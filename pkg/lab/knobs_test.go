@@ -2,6 +2,7 @@ package lab_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -41,12 +42,17 @@ func TestLabLostKnobs(t *testing.T) {
 		return resp.StatusCode, string(b)
 	}
 	for body, want := range map[string]string{
-		`{"lostRate": 1.5}`:                   "lostRate 1.5: must be between 0 and 1",
-		`{"lostRate": 0.5, "errorRate": 0.6}`: "add up to 1 at most",
-		`{"slowRate": 0.5}`:                   "slowRate 0.5 without slow",
-		`{"slowRate": 0.5, "slow": "soon"}`:   `slow "soon": want a duration`,
-		`{"latency": true}`:                   "latency true: want a duration",
-		`{"lostRate": 0.1, "seed": "seven"}`:  "knobs: json",
+		`{"lostRate": 1.5}`:                                              "lostRate 1.5: must be between 0 and 1",
+		`{"lostRate": 0.5, "errorRate": 0.6}`:                            "add up to 1 at most",
+		`{"slowRate": 0.5}`:                                              "slowRate 0.5 without slow",
+		`{"slowRate": 0.5, "slow": "soon"}`:                              `slow "soon": want a duration`,
+		`{"latency": true}`:                                              "latency true: want a duration",
+		`{"lostRate": 0.1, "seed": "seven"}`:                             "knobs: json",
+		`{"lateRate": 1.5}`:                                              "lateRate 1.5: must be between 0 and 1",
+		`{"lateRate": 0.5, "lostRate": 0.6}`:                             "hangRate + errorRate + lostRate + lateRate = 1.1",
+		`{"lateRate": 0.5, "lateBy": "soon"}`:                            `lateBy "soon": want a duration`,
+		`{"lateRate": 0.5, "lateBy": "-1s"}`:                             "durations cannot be negative",
+		`{"faults": [{"service": "nova", "late": true, "after": true}]}`: "faults[0] (nova  ): late and after exclude each other",
 	} {
 		if code, got := put(body); code != http.StatusBadRequest || !strings.Contains(got, want) {
 			t.Errorf("PUT /knobs %s: %d %q, want 400 %q", body, code, got, want)
@@ -74,5 +80,50 @@ func TestLabLostKnobs(t *testing.T) {
 	}
 	if !slices.ContainsFunc(l.Recorder().Calls(), lostPOST) {
 		t.Errorf("no lost POST recorded: %+v", l.Recorder().Calls())
+	}
+}
+
+// TestLabLateKnobs: PUT /knobs takes lateRate and lateBy; a late call is
+// counted in Status (late, and pending until applied), and Close drops
+// the late requests not yet applied instead of waiting for them.
+func TestLabLateKnobs(t *testing.T) {
+	t.Parallel()
+	l, err := lab.Start(t.Context(), lab.Options{Provider: "openstack"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	control := httptest.NewServer(l.ControlHandler())
+	t.Cleanup(control.Close)
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPut, control.URL+"/knobs", strings.NewReader(`{"lateRate": 1, "lateBy": "1h", "seed": 7}`))
+	resp, err := control.Client().Do(req)
+	if err != nil || resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("PUT /knobs: %v %v", resp, err)
+	}
+	_ = resp.Body.Close()
+	c, err := factory.New(l.Factory.URL, factory.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Second) // a late answer may hang
+	defer cancel()
+	if _, err := c.CreateSchematic(ctx, factory.Schematic{}); err == nil {
+		t.Fatal("a POST under late rate 1 got its answer")
+	}
+	eventually(t, "the late POST recorded", 5*time.Second, func() error {
+		if st := l.Status(); st.Late == 0 || st.LatePending == 0 {
+			return fmt.Errorf("status %+v: no late call pending", st)
+		}
+		return nil
+	})
+	done := make(chan error, 1)
+	go func() { done <- l.Close() }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close waited for a late request due in an hour")
+	}
+	if n := l.Injector().Pending(); n != 0 {
+		t.Errorf("%d late requests still pending after Close", n)
 	}
 }

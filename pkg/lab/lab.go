@@ -259,13 +259,14 @@ func (l *Lab) NodeTiming() talosnode.Timing {
 // into (their etcd member lists and quorum), by name.
 func (l *Lab) TalosClusters() []*talosnode.Cluster { return l.fleet.Clusters() }
 
-// Close stops every service, in reverse start order.
+// Close drops the late requests not yet applied, then stops every
+// service, in reverse start order.
 func (l *Lab) Close() error {
 	l.mu.Lock()
 	closers := slices.Clone(l.closers)
 	l.closers = nil
 	l.mu.Unlock()
-	var errs []error
+	errs := []error{l.inj.Close()}
 	for _, c := range slices.Backward(closers) {
 		errs = append(errs, c())
 	}
@@ -294,6 +295,12 @@ type Status struct {
 	Mutations    int            `json:"mutations"`
 	CallsBy      map[string]int `json:"callsByService"`
 	BusyDuration string         `json:"busy"` // see labnet.Recorder.Busy
+	// Lost and Late count the calls whose answer was lost after (Lost)
+	// or before (Late) the request was applied; LatePending the late
+	// requests not applied yet.
+	Lost        int `json:"lost"`
+	Late        int `json:"late"`
+	LatePending int `json:"latePending"`
 	// VIPs are the clusters' API VIPs and their owners.
 	VIPs []VIPStatus `json:"vips,omitempty"`
 }
@@ -302,8 +309,11 @@ type Status struct {
 func (l *Lab) Status() Status {
 	calls := l.rec.Calls()
 	by := map[string]int{}
+	var lost, late int
 	for _, c := range calls {
 		by[c.Service]++
+		lost += btoi(c.Lost)
+		late += btoi(c.Late)
 	}
 	return Status{
 		Provider:     l.opts.Provider,
@@ -313,6 +323,9 @@ func (l *Lab) Status() Status {
 		Mutations:    len(l.rec.Mutations()),
 		CallsBy:      by,
 		BusyDuration: l.rec.Busy().String(),
+		Lost:         lost,
+		Late:         late,
+		LatePending:  l.inj.Pending(),
 		VIPs:         l.vips.status(),
 	}
 }
@@ -322,8 +335,9 @@ func (l *Lab) Status() Status {
 //   - GET /status: Status.
 //   - GET /calls: every recorded call.
 //   - PUT /knobs: the API faults of every service (JSON labnet.Knobs;
-//     latency and slow are Go durations, "25s", or nanoseconds), 204 once
-//     set, 400 for knobs ValidateKnobs refuses.
+//     latency, slow and lateBy are Go durations, "25s", or nanoseconds),
+//     204 once set, 400 for knobs ValidateKnobs refuses. Late requests
+//     already decided are still applied.
 //   - GET /nodes: every Talos node's talosnode.NodeStatus, by address.
 //   - PUT /nodes/{address}/knobs: one node's scripted faults, replacing
 //     its knobs (JSON talosnode.Knobs, e.g. {"neverBoots": true},
@@ -382,6 +396,14 @@ func (l *Lab) ControlHandler() http.Handler {
 		}
 	})
 	return mux
+}
+
+// btoi is 1 for true.
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // readJSON decodes the request body into v, answering 400 when it cannot.

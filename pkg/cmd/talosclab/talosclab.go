@@ -65,8 +65,10 @@ type UpOptions struct {
 	Seed      uint64
 	Latency   time.Duration
 	ErrorRate float64
-	// LostRate, SlowRate and Slow: see labnet.Knobs.
+	// LostRate, LateRate, LateBy, SlowRate and Slow: see labnet.Knobs.
 	LostRate float64
+	LateRate float64
+	LateBy   time.Duration
 	SlowRate float64
 	Slow     time.Duration
 	// ArgoCD also runs the argocd plugin's management cluster.
@@ -93,7 +95,8 @@ address in ` + StateFile + `) takes:
   GET /status                  what "talosc-lab status" shows
   GET /calls                   every call the lab answered
   PUT /knobs                   API faults of every service (latency, errorRate, hangRate,
-                               lostRate, slowRate, slow, seed, scripted faults)
+                               lostRate, lateRate, lateBy, slowRate, slow, seed,
+                               scripted faults)
   GET /nodes                   every Talos node, by address
   PUT /nodes/ADDRESS/knobs     one node's scripted faults, replacing its knobs:
                                {"neverBoots": true}, {"resetFails": "MESSAGE"},
@@ -112,7 +115,7 @@ address in ` + StateFile + `) takes:
 				return cli.Usagef("--provider %q: choose openstack or proxmox", o.Provider)
 			}
 			if err := lab.ValidateKnobs(o.knobs()); err != nil {
-				return cli.Usagef("fault flags (--error-rate, --lost-rate, --slow-rate, --slow): %v", err)
+				return cli.Usagef("fault flags (--error-rate, --lost-rate, --late-rate, --late-by, --slow-rate, --slow): %v", err)
 			}
 			return o.Run(cmd.Context(), s)
 		},
@@ -125,6 +128,8 @@ address in ` + StateFile + `) takes:
 	f.DurationVar(&o.Latency, "latency", 0, "latency added to every request")
 	f.Float64Var(&o.ErrorRate, "error-rate", 0, "probability (0..1) that a request fails with 503")
 	f.Float64Var(&o.LostRate, "lost-rate", 0, "probability (0..1) that a mutating request is applied and its answer then lost (502, 504, a reset connection or a hang)")
+	f.Float64Var(&o.LateRate, "late-rate", 0, "probability (0..1) that a mutating request's answer is lost (504, or a hang until the client's deadline) and the request applied --late-by after that, as a busy real API does")
+	f.DurationVar(&o.LateBy, "late-by", labnet.DefaultLateBy, "how long after the client's answer ended a late request is applied")
 	f.Float64Var(&o.SlowRate, "slow-rate", 0, "probability (0..1) that an answer comes --slow late")
 	f.DurationVar(&o.Slow, "slow", 0, "how late a slow answer comes (set it just under the client's timeout)")
 	f.BoolVar(&o.Rancher, "rancher", false, "write the lab Rancher's url, token and CA into the cluster directory's secrets.yaml (add a rancher section with admins and users to cluster.yaml)")
@@ -137,7 +142,10 @@ address in ` + StateFile + `) takes:
 
 // knobs are the fault knobs the flags set.
 func (o *UpOptions) knobs() labnet.Knobs {
-	return labnet.Knobs{Seed: o.Seed, Latency: o.Latency, ErrorRate: o.ErrorRate, LostRate: o.LostRate, SlowRate: o.SlowRate, Slow: o.Slow}
+	return labnet.Knobs{
+		Seed: o.Seed, Latency: o.Latency, ErrorRate: o.ErrorRate, LostRate: o.LostRate,
+		LateRate: o.LateRate, LateBy: o.LateBy, SlowRate: o.SlowRate, Slow: o.Slow,
+	}
 }
 
 // Run starts the lab, writes the state file, and serves until ctx ends.
@@ -262,6 +270,9 @@ func runStatus(ctx context.Context, s cli.Streams, dir, output string) error {
 		return enc.Encode(status)
 	}
 	fmt.Fprintf(s.Out, "provider: %s\nuptime: %s\ncalls: %d (%d mutating), lab busy %s\n", status.Provider, status.Uptime, status.Calls, status.Mutations, status.BusyDuration)
+	if status.Lost+status.Late > 0 {
+		fmt.Fprintf(s.Out, "answers lost: %d after applying, %d before (late: %d still to apply)\n", status.Lost, status.Late, status.LatePending)
+	}
 	for _, e := range status.Services {
 		fmt.Fprintf(s.Out, "  %-22s %s\n", e.Name, e.URL)
 	}

@@ -21,7 +21,10 @@ func TestUpRefusesBadFaultFlags(t *testing.T) {
 	}{
 		{[]string{"--lost-rate", "1.5"}, "lostRate 1.5: must be between 0 and 1"},
 		{[]string{"--error-rate", "-0.1"}, "errorRate -0.1: must be between 0 and 1"},
-		{[]string{"--error-rate", "0.6", "--lost-rate", "0.6"}, "hangRate + errorRate + lostRate = 1.2"},
+		{[]string{"--error-rate", "0.6", "--lost-rate", "0.6"}, "hangRate + errorRate + lostRate + lateRate = 1.2"},
+		{[]string{"--late-rate", "1.5"}, "lateRate 1.5: must be between 0 and 1"},
+		{[]string{"--lost-rate", "0.5", "--late-rate", "0.6"}, "hangRate + errorRate + lostRate + lateRate = 1.1"},
+		{[]string{"--late-rate", "0.5", "--late-by", "-1s"}, "durations cannot be negative"},
 		{[]string{"--slow-rate", "0.1"}, "slowRate 0.1 without slow"},
 		{[]string{"--slow", "-1s", "--slow-rate", "0.1"}, "durations cannot be negative"},
 	} {

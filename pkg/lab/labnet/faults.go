@@ -2,6 +2,7 @@ package labnet
 
 import (
 	"bytes"
+	"context"
 	"hash/fnv"
 	"io"
 	"math/rand/v2"
@@ -17,6 +18,10 @@ import (
 // hangs until the client gives up (Hang). Without After the fault happens
 // before the service sees the request (it is not applied); with After the
 // service handles the request (it IS applied) and then its answer is lost.
+// With Late the client's answer is lost first (Status, Hang or Reset; 504
+// when none is given) and the service applies a mutating request
+// Knobs.LateBy after that answer ended, as a real API keeps working on a
+// request its client gave up.
 type Fault struct {
 	Service    string `json:"service"`
 	Method     string `json:"method,omitempty"`
@@ -26,6 +31,7 @@ type Fault struct {
 	Hang       bool   `json:"hang,omitempty"`
 	Reset      bool   `json:"reset,omitempty"`
 	After      bool   `json:"after,omitempty"`
+	Late       bool   `json:"late,omitempty"`
 
 	seen int
 }
@@ -47,6 +53,15 @@ type Knobs struct {
 	// is applied and its answer then lost, as a proxy loses it: 502, 504,
 	// a reset connection, or no answer until the client's deadline.
 	LostRate float64 `json:"lostRate,omitempty"`
+	// LateRate is the probability that a mutating request's answer is
+	// lost before the service sees it (504 at once, or no answer until the
+	// client's deadline) and the service applies the request LateBy after
+	// that: a real API (nova-api, neutron-server, a Proxmox task queue)
+	// keeps working on a request after its client gave up.
+	LateRate float64 `json:"lateRate,omitempty"`
+	// LateBy is how long after the client's answer ended a late request
+	// is applied (0 = DefaultLateBy).
+	LateBy time.Duration `json:"lateBy,omitempty"`
 	// SlowRate is the probability that an answer comes Slow late (set it
 	// just under the client's per-request timeout).
 	SlowRate float64       `json:"slowRate,omitempty"`
@@ -57,16 +72,24 @@ type Knobs struct {
 	Faults []Fault `json:"faults,omitempty"`
 }
 
-// Injector applies Knobs. It is safe for concurrent use.
+// DefaultLateBy is how long after the client's answer ended a late
+// request is applied when Knobs.LateBy is 0.
+const DefaultLateBy = 2 * time.Second
+
+// Injector applies Knobs and runs the late requests it decided (see
+// Late); Close stops those. It is safe for concurrent use.
 type Injector struct {
 	mu    sync.Mutex
 	knobs Knobs
 	seen  map[string]uint64 // requests per key so far
+	late  lateQueue
 }
 
 // NewInjector returns an injector for k.
 func NewInjector(k Knobs) *Injector {
-	return &Injector{knobs: k, seen: map[string]uint64{}}
+	i := &Injector{knobs: k, seen: map[string]uint64{}}
+	i.late.ctx, i.late.cancel = context.WithCancel(context.Background())
+	return i
 }
 
 // Set replaces the knobs (the per-key sequences restart).
@@ -86,6 +109,10 @@ type Decision struct {
 	// After: the request is applied first, then Status, Reset or Hang
 	// loses its answer.
 	After bool
+	// Late: Status, Reset or Hang loses the answer first, and a mutating
+	// request is applied LateBy after that answer ended.
+	Late   bool
+	LateBy time.Duration
 }
 
 // Lost reports whether the decision loses the answer of an applied request.
@@ -105,6 +132,13 @@ var lostAs = []Decision{
 	{After: true, Hang: true},
 }
 
+// lateAs are the ways a client gives up on a request its API goes on
+// working on: the proxy's 504 at once, or no answer until its deadline.
+var lateAs = []Decision{
+	{Late: true, Status: http.StatusGatewayTimeout},
+	{Late: true, Hang: true},
+}
+
 // Decide returns the fault for one request of service.
 func (i *Injector) Decide(service, method, path string) Decision {
 	i.mu.Lock()
@@ -117,12 +151,16 @@ func (i *Injector) Decide(service, method, path string) Decision {
 		}
 		f.seen++
 		if f.Nth == 0 || f.seen == f.Nth {
-			d.Status, d.Hang, d.Reset, d.After = f.Status, f.Hang, f.Reset, f.After
+			d.Status, d.Hang, d.Reset, d.After, d.Late = f.Status, f.Hang, f.Reset, f.After, f.Late
+			if d.Late && d.Status == 0 && !d.Hang && !d.Reset {
+				d.Status = http.StatusGatewayTimeout
+			}
+			d.LateBy = i.lateBy(d.Late)
 			return d
 		}
 	}
 	k := i.knobs
-	if k.ErrorRate == 0 && k.HangRate == 0 && k.LostRate == 0 && k.SlowRate == 0 {
+	if k.ErrorRate == 0 && k.HangRate == 0 && k.LostRate == 0 && k.LateRate == 0 && k.SlowRate == 0 {
 		return d
 	}
 	key := service + " " + method + " " + path
@@ -138,11 +176,28 @@ func (i *Injector) Decide(service, method, path string) Decision {
 		lost := lostAs[rng.IntN(len(lostAs))]
 		lost.Delay = d.Delay
 		d = lost
+	case r < k.HangRate+k.ErrorRate+k.LostRate+k.LateRate && Mutating(method):
+		late := lateAs[rng.IntN(len(lateAs))]
+		late.Delay, late.LateBy = d.Delay, i.lateBy(true)
+		d = late
 	}
 	if rng.Float64() < k.SlowRate {
 		d.Delay += k.Slow
 	}
 	return d
+}
+
+// lateBy is how long after its answer a late request is applied (0 for
+// any other); callers hold the lock.
+func (i *Injector) lateBy(late bool) time.Duration {
+	switch {
+	case !late:
+		return 0
+	case i.knobs.LateBy > 0:
+		return i.knobs.LateBy
+	default:
+		return DefaultLateBy
+	}
 }
 
 // keyedRand is the random source of the nth request with key under seed.
@@ -154,20 +209,25 @@ func keyedRand(seed uint64, key string, n uint64) *rand.Rand {
 
 // Middleware records every request of service in rec and applies the
 // injector's faults: before next sees the request, or (Decision.After)
-// after next handled it, when the answer is lost instead of sent. Upgrade
-// requests (exec, port-forward) are never lost after the fact: their
-// answer is the connection itself.
+// after next handled it, when the answer is lost instead of sent, or
+// (Decision.Late) before next sees a mutating request, which next then
+// handles LateBy after the client's answer ended. Upgrade requests (exec,
+// port-forward) are never lost after the fact nor late: their answer is
+// the connection itself.
 func Middleware(service string, inj *Injector, rec *Recorder, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		rec.Arrived(Call{Service: service, Method: r.Method, Path: r.URL.Path, Start: start})
 		defer func() {
-			rec.Record(Call{Service: service, Method: r.Method, Path: r.URL.Path, Status: sw.status, Lost: sw.lost, Start: start, Duration: time.Since(start)})
+			rec.Record(Call{Service: service, Method: r.Method, Path: r.URL.Path, Status: sw.status, Lost: sw.lost, Late: sw.late, Start: start, Duration: time.Since(start)})
 		}()
 		d := Decision{}
 		if inj != nil {
 			d = inj.Decide(service, r.Method, r.URL.Path)
+		}
+		if (d.After || d.Late) && r.Header.Get("Upgrade") != "" {
+			d = Decision{}
 		}
 		if d.Delay > 0 {
 			select {
@@ -176,27 +236,39 @@ func Middleware(service string, inj *Injector, rec *Recorder, next http.Handler)
 				abandoned(sw)
 			}
 		}
-		if d.Lost() && r.Header.Get("Upgrade") == "" {
+		if d.Lost() {
 			next.ServeHTTP(&discardWriter{header: http.Header{}}, r)
 			sw.lost = true
 		} else if d.After {
 			d = Decision{}
 		}
-		switch {
-		case d.Hang:
-			// Reading the whole body lets the server notice the client
-			// hanging up (its context ends only then).
-			_, _ = io.Copy(io.Discard, r.Body)
-			<-r.Context().Done()
-			abandoned(sw)
-		case d.Reset:
-			abandoned(sw)
-		case d.Status != 0:
-			http.Error(sw, "injected fault", d.Status)
-		default:
-			next.ServeHTTP(sw, r)
+		if d.Late && Mutating(r.Method) {
+			if schedule := lateApply(service, inj, rec, next, r, d.LateBy); schedule != nil {
+				sw.late = true
+				defer schedule() // once the answer ended, whichever way
+			}
 		}
+		fail(sw, r, d, next)
 	})
+}
+
+// fail answers r as d says: a hang until the client gives up, a reset
+// connection, an error status, or next's answer.
+func fail(sw *statusWriter, r *http.Request, d Decision, next http.Handler) {
+	switch {
+	case d.Hang:
+		// Reading the whole body lets the server notice the client
+		// hanging up (its context ends only then).
+		_, _ = io.Copy(io.Discard, r.Body)
+		<-r.Context().Done()
+		abandoned(sw)
+	case d.Reset:
+		abandoned(sw)
+	case d.Status != 0:
+		http.Error(sw, "injected fault", d.Status)
+	default:
+		next.ServeHTTP(sw, r)
+	}
 }
 
 // discardWriter takes the answer of a request whose answer is lost.
@@ -224,6 +296,7 @@ type statusWriter struct {
 	http.ResponseWriter
 	status int
 	lost   bool // the request was applied and its answer lost
+	late   bool // the request is applied after its answer
 }
 
 func (w *statusWriter) WriteHeader(code int) {

@@ -21,7 +21,11 @@ type Call struct {
 	Path    string `json:"path"`    // URL path, or the gRPC full method
 	Status  int    `json:"status"`  // HTTP status, or the gRPC code
 	// Lost: the request was applied, then its answer lost (Decision.After).
-	Lost     bool          `json:"lost,omitempty"`
+	Lost bool `json:"lost,omitempty"`
+	// Late: the answer was lost before the request was applied, and the
+	// service applies it later (Decision.Late; Recorder.Work records
+	// the apply).
+	Late     bool          `json:"late,omitempty"`
 	Start    time.Time     `json:"start"`
 	Duration time.Duration `json:"duration"`
 }
