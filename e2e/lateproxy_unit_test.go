@@ -62,7 +62,8 @@ func TestLateProxyAppliesAfterTheClientGaveUp(t *testing.T) {
 		t.Fatalf("applied late: %v, want one", got)
 	}
 
-	res, err := http.Get(front)
+	req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, front, http.NoBody)
+	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
