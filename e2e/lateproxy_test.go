@@ -3,9 +3,11 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -24,6 +26,10 @@ import (
 // lateHoldMax bounds how long the proxy holds a request whose client does
 // not give up (talosc's scaled request timeout is 10 s).
 const lateHoldMax = 5 * time.Minute
+
+// lateSendTimeout bounds a late create's send: a busy loopback cloud
+// takes far longer than its usual second.
+const lateSendTimeout = 3 * time.Minute
 
 // lateRule picks the requests a lateProxy applies late: Method (any when
 // empty) and a path prefix, as "lab kill-at call" takes them.
@@ -50,10 +56,11 @@ type lateProxy struct {
 	logf  func(string, ...any)
 
 	mu       sync.Mutex
-	fronts   map[string]string // service origin -> its front's origin
-	backs    map[string]bool   // the fronts' origins
-	held     map[string]bool   // rule, method, path and name of each held create
-	applied  []string          // the late creates sent on, and their answers
+	fronts   map[string]string   // service origin -> its front's origin
+	backs    map[string]bool     // the fronts' origins
+	held     map[string]bool     // rule, method, path and name of each held create
+	applied  []string            // the late creates sent on, and their answers
+	made     map[string][]string // ids of what the late creates made, by path
 	servers  []*http.Server
 	inflight sync.WaitGroup // held creates and their late sends
 }
@@ -67,7 +74,7 @@ var bodyName = regexp.MustCompile(`"name"\s*:\s*"([^"]*)"`)
 // newLateProxy fronts the identity service at authURL; the other services
 // get their fronts as the catalog names them.
 func newLateProxy(authURL string, rules []lateRule, logf func(string, ...any)) (*lateProxy, string, error) {
-	p := &lateProxy{rules: rules, logf: logf, fronts: map[string]string{}, backs: map[string]bool{}, held: map[string]bool{}}
+	p := &lateProxy{rules: rules, logf: logf, fronts: map[string]string{}, backs: map[string]bool{}, held: map[string]bool{}, made: map[string][]string{}}
 	u, err := url.Parse(authURL)
 	if err != nil {
 		return nil, "", err
@@ -177,17 +184,21 @@ func (p *lateProxy) late(target *url.URL, r *http.Request, key string, body []by
 	out.Header.Del("Accept-Encoding")
 	go func() {
 		defer p.inflight.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), realCallTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), lateSendTimeout)
 		defer cancel()
 		res, err := (&http.Client{Transport: lateTransport()}).Do(out.WithContext(ctx))
 		what := "error " + fmt.Sprint(err)
+		var made string
 		if err == nil {
-			_, _ = io.Copy(io.Discard, res.Body)
+			made = madeID(res.Body)
 			_ = res.Body.Close()
 			what = res.Status
 		}
 		p.mu.Lock()
 		p.applied = append(p.applied, key+": "+what)
+		if made != "" {
+			p.made[r.URL.Path] = append(p.made[r.URL.Path], made)
+		}
 		p.mu.Unlock()
 		p.logf("late proxy: applied %s after its client gave up: %s", key, what)
 	}()
@@ -237,6 +248,29 @@ func (p *lateProxy) replace(s string) string {
 		p.logf("late proxy: %v", err)
 	}
 	return out
+}
+
+// madeID is the id of the resource a create's answer describes
+// ({"server": {"id": ...}}), or "".
+func madeID(body io.Reader) string {
+	var doc map[string]struct {
+		ID string `json:"id"`
+	}
+	if json.NewDecoder(body).Decode(&doc) != nil || len(doc) != 1 {
+		return ""
+	}
+	for _, v := range doc {
+		return v.ID
+	}
+	return ""
+}
+
+// madeLate returns the ids of what the late creates made, by the path
+// they were sent to ("/v2.0/ports").
+func (p *lateProxy) madeLate() map[string][]string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return maps.Clone(p.made)
 }
 
 // appliedLate is what the proxy applied after its client gave up.

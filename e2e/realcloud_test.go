@@ -110,7 +110,13 @@ func (s *scriptLab) follow(ts *testscript.TestScript, args []string) {
 		Name: "talosc-" + s.cluster, Description: "talosc e2e script (deleted when it ends)",
 	}).Extract()
 	ts.Check(err)
-	ts.Defer(func() { rc.cleanup(ts, cred.ID) })
+	ts.Defer(func() {
+		var late map[string][]string
+		if s.late != nil { // closed by now: every late create was sent
+			late = s.late.madeLate()
+		}
+		rc.cleanup(ts, cred.ID, late)
+	})
 
 	authURL := rc.authURL
 	if len(rules) > 0 {
@@ -276,8 +282,10 @@ func (rc *realCloud) images(ctx context.Context) (int, error) {
 
 // cleanup deletes the application credential and, best effort, anything
 // the cluster still owns (a script that failed before its destroy must not
-// leave resources in a shared cloud); what it cannot delete, it logs.
-func (rc *realCloud) cleanup(ts *testscript.TestScript, credID string) {
+// leave resources in a shared cloud), and what the late creates made
+// (late: ids by the path of their create), which may carry no tag; what
+// it cannot delete, it logs.
+func (rc *realCloud) cleanup(ts *testscript.TestScript, credID string, late map[string][]string) {
 	ctx := context.Background()
 	errs := []error{applicationcredentials.Delete(ctx, rc.identity, rc.userID, credID).ExtractErr()}
 	left, err := rc.owned(ctx)
@@ -288,9 +296,30 @@ func (rc *realCloud) cleanup(ts *testscript.TestScript, credID string) {
 			errs = append(errs, rc.deleteAll(ctx, k))
 		}
 	}
+	errs = append(errs, rc.deleteMadeLate(ctx, late))
 	if err := errors.Join(errs...); err != nil {
 		ts.Logf("real cloud cleanup: %v", err)
 	}
+}
+
+// deleteMadeLate deletes what late creates made (ids by the path of
+// their create, "/v2.0/security-groups"), in the cleanup's order; one
+// already gone is fine.
+func (rc *realCloud) deleteMadeLate(ctx context.Context, late map[string][]string) error {
+	var errs []error
+	for _, k := range rc.ownedKinds() {
+		for path, ids := range late {
+			if strings.ReplaceAll(path[strings.LastIndex(path, "/")+1:], "-", "_") != k.kind {
+				continue
+			}
+			for _, id := range ids {
+				if err := k.delete(ctx, id); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+					errs = append(errs, fmt.Errorf("delete the late create %s %s: %w", k.kind, id, err))
+				}
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // deleteAll deletes every resource of kind k the cluster owns and waits
