@@ -48,21 +48,33 @@ import (
 // lets the create be sent again. The rule per call:
 //
 //   - Neutron network, subnet, router, port, security group, floating IP:
-//     by name and description marker, in the credential's project;
-//   - Neutron security group rule: by content, in the cluster's own group;
-//   - router interface: by the router's ports on the subnet (PUT, repeated);
+//     by name and description marker, in the credential's project; one is
+//     in use when a port is bound to it (a port: to a device; a floating
+//     IP: associated with a port; DHCP and gateway ports do not count) or,
+//     for a network, a subnet is on it;
+//   - Neutron security group rule: by content, in the cluster's own group
+//     (Neutron refuses a second identical rule: no duplicate);
+//   - router interface: by the router's ports on the subnet (PUT, repeated;
+//     Neutron refuses a second one on the subnet);
 //   - Nova server: by name and tags (the record exists once nova-api's
-//     handler commits, before its 202);
+//     handler commits, before its 202); the one in use is the one the
+//     machine's port is bound to (a port is bound to one server at most;
+//     nova-compute binds it while building, so the port is read until it
+//     is bound or the window has passed);
 //   - Cinder volume: made by Nova with its server, deleted with it;
-//   - Glance image: by name, talos_* properties and the project;
+//   - Glance image: by name, talos_* properties and the project, queued
+//     (empty) ones only: none is in use, the first is kept;
 //   - Proxmox VM, disk, pool, SDN object, cidata upload: by id or volid,
 //     after the running tasks that could have made it have ended;
 //   - Rancher cluster and bindings, Kubernetes objects of the plugins: by
 //     name and talosc's marker.
 //
 // A duplicate that appears all the same (the late create and the second
-// one) is resolved by DedupeOwned: the unused one is deleted and the run
-// says so; two in use are refused, named.
+// one) is resolved by DedupeOwned: the unused one is deleted through the
+// plan and the run says so; two in use are refused, named. A resource
+// whose use cannot be read counts as in use. On OpenStack every create
+// goes through one settle path (openstack.settle), which resolves the
+// duplicates its look finds.
 //
 // A resource is recognisable as talosc's from the moment it exists, so a
 // run killed between a create and its tagging leaves nothing the next run

@@ -139,7 +139,7 @@ func (c *Cloud) CreateMachines(ctx context.Context, cluster *config.Cluster, spe
 		}
 		return plan.Do(ctx, change, func(ctx context.Context) error {
 			var err error
-			ids[i], err = c.createServer(ctx, cluster, j)
+			ids[i], err = c.createServer(ctx, cluster, j, plan)
 			return err
 		})
 	})
@@ -206,8 +206,10 @@ func (c *Cloud) serverJobs(ctx context.Context, cluster *config.Cluster, specs [
 }
 
 // createServer posts one server: boot from a new volume of the image,
-// the machine's port as its only NIC, config drive and user data.
-func (c *Cloud) createServer(ctx context.Context, cluster *config.Cluster, j serverJob) (string, error) {
+// the machine's port as its only NIC, config drive and user data. A lost
+// answer is settled (see settle): of several owned servers of its name,
+// the one the machine's port is bound to is kept (portHolder).
+func (c *Cloud) createServer(ctx context.Context, cluster *config.Cluster, j serverJob, plan *provider.Plan) (string, error) {
 	switch {
 	case j.spec.Attachment.Attachment == "":
 		return "", errors.New("no network port: the network phase did not attach this machine")
@@ -230,32 +232,28 @@ func (c *Cloud) createServer(ctx context.Context, cluster *config.Cluster, j ser
 		Tags: NodeTags(j.spec.Machine, cluster.Name),
 	}
 	host := j.spec.Machine.Hostname
-	for attempt := 1; ; attempt++ {
-		s, err := servers.Create(ctx, c.compute, opts, nil).Extract()
-		if err == nil {
-			return s.ID, nil
-		}
-		if !maybeApplied(err) || ctx.Err() != nil {
-			return "", wrap(err, "nova")
-		}
-		// The tags went in the POST: an owned server of that name is the
-		// one this create made.
-		list, lerr := c.ownedServers(ctx, cluster.Name)
-		if lerr != nil {
-			return "", errors.Join(wrap(err, "nova"), wrap(lerr, "find out whether server %s was created after all", host))
-		}
-		list = slices.DeleteFunc(list, func(s servers.Server) bool { return s.Name != host })
-		switch {
-		case len(list) == 1:
-			c.opts.Logf("openstack: create server %s: %v; it was made all the same (%s): adopting it", host, err, list[0].ID)
-			return list[0].ID, nil
-		case len(list) > 1:
-			return "", fmt.Errorf("nova: %w; %s now has %d owned servers: delete all but one", err, host, len(list))
-		case attempt == createAttempts:
-			return "", wrap(err, "nova")
-		}
-		c.opts.Logf("openstack: create server %s: %v; it was not made: creating it again (%d of %d)", host, err, attempt+1, createAttempts)
-	}
+	s, err := settle(ctx, c, lateCreate[servers.Server]{
+		what: "server " + host,
+		create: func(ctx context.Context) (servers.Server, error) {
+			s, err := servers.Create(ctx, c.compute, opts, nil).Extract()
+			if err != nil {
+				return servers.Server{}, wrap(err, "nova")
+			}
+			return *s, nil
+		},
+		// The tags went in the POST: an owned server of that name is one
+		// this create made.
+		find: func(ctx context.Context) ([]servers.Server, error) {
+			list, err := c.ownedServers(ctx, cluster.Name)
+			return slices.DeleteFunc(list, func(s servers.Server) bool { return s.Name != host }), err
+		},
+		id: func(s servers.Server) string { return s.ID },
+		uses: func(ctx context.Context, found []servers.Server) ([]bool, error) {
+			return c.portHolder(ctx, j.spec.Attachment.Attachment, found)
+		},
+		drop: func(ctx context.Context, s servers.Server) error { return c.dropServer(ctx, cluster.Name, plan, s) },
+	})
+	return s.ID, err
 }
 
 // plannedMachine is what a dry run reports for a server it would create.

@@ -241,3 +241,45 @@ func (c *Cloud) deleteVolume(ctx context.Context, id string) error {
 		}
 	}
 }
+
+// portHolder reports, for each of several owned servers of one machine,
+// which one the machine's port is bound to: a port is bound to one server
+// at most, so that one is the machine's and the others are unused. Nova
+// binds the port while a server builds, so an unbound port is read again
+// until it is bound to one of them or provider.LateWindow has passed
+// (then none is in use). A port that cannot be read fails, and every
+// server then counts as in use.
+func (c *Cloud) portHolder(ctx context.Context, port string, found []servers.Server) ([]bool, error) {
+	holder, err := provider.AwaitLate(ctx, provider.LateWindow(c.opts.RequestTimeout), func(ctx context.Context) ([]string, error) {
+		p, err := ports.Get(ctx, c.network, port).Extract()
+		if err != nil {
+			return nil, wrap(err, "read port %s", port)
+		}
+		if slices.ContainsFunc(found, func(s servers.Server) bool { return s.ID == p.DeviceID }) {
+			return []string{p.DeviceID}, nil
+		}
+		return nil, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	used := make([]bool, len(found))
+	for i, s := range found {
+		used[i] = slices.Contains(holder, s.ID)
+	}
+	return used, nil
+}
+
+// dropServer deletes an unused duplicate of a machine's server through
+// plan and waits until Nova no longer lists it. Its boot volume goes with
+// it (delete_on_termination); the machine's port, not bound to it, stays.
+func (c *Cloud) dropServer(ctx context.Context, cluster string, plan *provider.Plan, s servers.Server) error {
+	change := state.Change{Action: state.ActionDelete, Kind: KindServer, Name: s.Name, Detail: "server " + s.ID + ", a duplicate made by a create applied late"}
+	return plan.Do(ctx, change, func(ctx context.Context) error {
+		if err := c.deleteServer(ctx, s.ID); err != nil {
+			return err
+		}
+		_, err := c.waitServers(ctx, cluster, map[string]string{s.ID: s.Name}, "gone", serverGone)
+		return err
+	})
+}

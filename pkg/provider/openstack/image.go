@@ -61,7 +61,7 @@ func (c *Cloud) EnsureImage(ctx context.Context, spec provider.ImageSpec, plan *
 	}
 	err = plan.Do(ctx, change, func(ctx context.Context) error {
 		var err error
-		created, err = c.createImage(ctx, spec, empty)
+		created, err = c.createImage(ctx, spec, empty, plan)
 		return err
 	})
 	return created, err
@@ -93,12 +93,12 @@ const uploadAttempts = 3
 // createImage creates the image (or takes empty, an image an earlier run
 // created) and uploads the artifact into it, starting over (a new record,
 // a new download) when an attempt fails.
-func (c *Cloud) createImage(ctx context.Context, spec provider.ImageSpec, empty *images.Image) (provider.Image, error) {
+func (c *Cloud) createImage(ctx context.Context, spec provider.ImageSpec, empty *images.Image, plan *provider.Plan) (provider.Image, error) {
 	if spec.Fetch == nil {
 		return provider.Image{}, fmt.Errorf("no way to download the image factory artifact %s", spec.Artifact)
 	}
 	for attempt := 1; ; attempt++ {
-		img, err := c.createImageOnce(ctx, spec, empty)
+		img, err := c.createImageOnce(ctx, spec, empty, plan)
 		if err == nil || attempt == uploadAttempts || ctx.Err() != nil {
 			return img, err
 		}
@@ -110,10 +110,10 @@ func (c *Cloud) createImage(ctx context.Context, spec provider.ImageSpec, empty 
 // createImageOnce creates the image record (unless img is one already)
 // and uploads the artifact into it; an image whose upload failed is
 // deleted.
-func (c *Cloud) createImageOnce(ctx context.Context, spec provider.ImageSpec, img *images.Image) (provider.Image, error) {
+func (c *Cloud) createImageOnce(ctx context.Context, spec provider.ImageSpec, img *images.Image, plan *provider.Plan) (provider.Image, error) {
 	var err error
 	if img == nil {
-		if img, err = c.postImage(ctx, spec); err != nil {
+		if img, err = c.postImage(ctx, spec, plan); err != nil {
 			return provider.Image{}, err
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/image/v2/images"
 
 	"github.com/talosc/talosc/pkg/provider"
+	"github.com/talosc/talosc/pkg/state"
 )
 
 // The boot image is adopted only when it is provably talosc's image of the
@@ -92,33 +92,46 @@ func (c *Cloud) oldest(name string, active []images.Image) *images.Image {
 }
 
 // postImage creates the image record: private, tagged, with the talos_*
-// properties that prove it talosc's from the start. When the answer is
-// lost it adopts the queued image the create made, or creates again.
-func (c *Cloud) postImage(ctx context.Context, spec provider.ImageSpec) (*images.Image, error) {
+// properties that prove it talosc's from the start. A lost answer is
+// settled (see settle) on the queued images of spec; of several, the
+// first is kept and the others, empty, are deleted through plan.
+func (c *Cloud) postImage(ctx context.Context, spec provider.ImageSpec, plan *provider.Plan) (*images.Image, error) {
 	private := images.ImageVisibilityPrivate
 	opts := images.CreateOpts{
 		Name: spec.Name, Visibility: &private, Tags: []string{TagManagedBy},
 		DiskFormat: "raw", ContainerFormat: "bare", MinDisk: imageMinDiskGB, MinRAM: imageMinRAMMB,
 		Properties: map[string]string{propGuestAgent: guestAgentValue, propTalos: spec.TalosVersion, propSchematic: spec.SchematicID},
 	}
-	for attempt := 1; ; attempt++ {
-		img, err := images.Create(ctx, c.image, opts).Extract()
-		if err == nil || !maybeApplied(err) || ctx.Err() != nil {
-			return img, wrap(err, "glance")
-		}
-		_, queued, lerr := c.ownImages(ctx, spec)
-		if lerr != nil {
-			return nil, errors.Join(wrap(err, "glance"), wrap(lerr, "find out whether image %s was created after all", spec.Name))
-		}
-		switch {
-		case len(queued) == 1:
-			c.opts.Logf("openstack: create image %s: %v; it was made all the same (%s): adopting it", spec.Name, err, queued[0].ID)
-			return &queued[0], nil
-		case len(queued) > 1:
-			return nil, fmt.Errorf("glance: %w; %d empty images named %s exist now: delete all but one", err, len(queued), spec.Name)
-		case attempt == createAttempts:
-			return nil, wrap(err, "glance")
-		}
-		c.opts.Logf("openstack: create image %s: %v; it was not made: creating it again (%d of %d)", spec.Name, err, attempt+1, createAttempts)
+	img, err := settle(ctx, c, lateCreate[images.Image]{
+		what: "image " + spec.Name,
+		create: func(ctx context.Context) (images.Image, error) {
+			img, err := images.Create(ctx, c.image, opts).Extract()
+			if err != nil {
+				return images.Image{}, wrap(err, "glance")
+			}
+			return *img, nil
+		},
+		find: func(ctx context.Context) ([]images.Image, error) {
+			_, queued, err := c.ownImages(ctx, spec)
+			return queued, err
+		},
+		id:   func(img images.Image) string { return img.ID },
+		uses: func(_ context.Context, found []images.Image) ([]bool, error) { return make([]bool, len(found)), nil },
+		drop: func(ctx context.Context, img images.Image) error { return c.dropImage(ctx, plan, img) },
+	})
+	if err != nil {
+		return nil, err
 	}
+	return &img, nil
+}
+
+// dropImage deletes an empty duplicate of the boot image through plan.
+func (c *Cloud) dropImage(ctx context.Context, plan *provider.Plan, img images.Image) error {
+	change := state.Change{Action: state.ActionDelete, Kind: KindImage, Name: img.Name, Detail: "empty image " + img.ID + ", a duplicate made by a create applied late"}
+	return plan.Do(ctx, change, func(ctx context.Context) error {
+		if err := images.Delete(ctx, c.image, img.ID).ExtractErr(); err != nil && !isNotFound(err) {
+			return wrap(err, "glance")
+		}
+		return nil
+	})
 }

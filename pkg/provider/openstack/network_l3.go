@@ -12,6 +12,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/mtu"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
 
 	"github.com/talosc/talosc/pkg/config"
@@ -43,7 +44,7 @@ func (r *netReconciler) network(ctx context.Context) error {
 		return nil
 	}
 	return r.plan.Do(ctx, state.Change{Action: state.ActionCreate, Kind: kindNetwork, Name: n.net, Detail: fmt.Sprintf("mtu %d", want)}, func(ctx context.Context) error {
-		created, err := createOwned(ctx, r.c, neutronCreate[network]{
+		created, err := createOwned(ctx, r.c, r.plan, neutronCreate[network]{
 			lookup: r.c.netLookup(n),
 			create: func(ctx context.Context) (*network, error) {
 				up := true
@@ -90,7 +91,7 @@ func (r *netReconciler) subnet(ctx context.Context) error {
 	}
 	cidr := r.cfg.Network.Cluster.CIDR.String()
 	return r.plan.Do(ctx, state.Change{Action: state.ActionCreate, Kind: kindSubnet, Name: n.subnet, Detail: cidr}, func(ctx context.Context) error {
-		return store(createOwned(ctx, r.c, neutronCreate[subnets.Subnet]{
+		return store(createOwned(ctx, r.c, r.plan, neutronCreate[subnets.Subnet]{
 			lookup: r.c.subnetLookup(n),
 			create: func(ctx context.Context) (*subnets.Subnet, error) {
 				return subnets.Create(ctx, r.c.network, subnets.CreateOpts{
@@ -129,7 +130,7 @@ func (r *netReconciler) router(ctx context.Context) error {
 		})
 	}
 	return r.plan.Do(ctx, state.Change{Action: state.ActionCreate, Kind: kindRouter, Name: n.router, Detail: "external gateway " + extName}, func(ctx context.Context) error {
-		return store(createOwned(ctx, r.c, neutronCreate[routers.Router]{
+		return store(createOwned(ctx, r.c, r.plan, neutronCreate[routers.Router]{
 			lookup: r.c.routerLookup(n),
 			create: func(ctx context.Context) (*routers.Router, error) {
 				up := true
@@ -141,19 +142,41 @@ func (r *netReconciler) router(ctx context.Context) error {
 }
 
 // routerInterface attaches the router to the subnet. Neutron answering
-// that it already is (409, or 400 "already has a port") is success.
+// that it already is (409, or 400 "already has a port") is success; a lost
+// answer is settled (see settle) on the router's ports on the subnet.
 func (r *netReconciler) routerInterface(ctx context.Context) error {
 	if r.inv.iface {
 		return nil
 	}
 	n := r.inv.names
 	return r.plan.Do(ctx, state.Change{Action: state.ActionCreate, Kind: kindRouterInterface, Name: n.router, Detail: "subnet " + n.subnet}, func(ctx context.Context) error {
-		_, err := routers.AddInterface(ctx, r.c.network, r.inv.router.ID, routers.AddInterfaceOpts{SubnetID: r.inv.subnet.ID}).Extract()
-		if err != nil && !alreadyAttached(err) {
-			return err
-		}
-		r.inv.iface = true
-		return nil
+		router, subnet := r.inv.router.ID, r.inv.subnet.ID
+		_, err := settle(ctx, r.c, lateCreate[string]{
+			what: "interface of router " + n.router + " on subnet " + n.subnet,
+			create: func(ctx context.Context) (string, error) {
+				info, err := routers.AddInterface(ctx, r.c.network, router, routers.AddInterfaceOpts{SubnetID: subnet}).Extract()
+				switch {
+				case err == nil:
+					return info.PortID, nil
+				case alreadyAttached(err):
+					return "", nil
+				}
+				return "", err
+			},
+			find: func(ctx context.Context) ([]string, error) {
+				list, err := listAll(ctx, ports.List(r.c.network, ports.ListOpts{DeviceID: router, DeviceOwner: ownerRouterInterface}), ports.ExtractPorts)
+				var ids []string
+				for _, p := range list {
+					if onSubnet(p, subnet) {
+						ids = append(ids, p.ID)
+					}
+				}
+				return ids, err
+			},
+			id: func(id string) string { return id },
+		})
+		r.inv.iface = err == nil
+		return err
 	})
 }
 

@@ -79,25 +79,21 @@ type neutronCreate[T any] struct {
 	del    func(ctx context.Context, id string) error
 }
 
-// createAttempts bounds how often a create whose answer was lost, and
-// which did not happen, is sent again.
-const createAttempts = 3
-
 // createOwned creates a resource (or adopts the one a create whose answer
-// was lost made), then tags it and reads the tags back: gophercloud's
-// create options carry no tags and Neutron before the tag-creation
-// extension (Zed) refuses them in POST. A resource whose tags failed or did
-// not persist is deleted, even when the run's context has ended (Ctrl-C
-// between create and tag), and the run fails.
-func createOwned[T any](ctx context.Context, c *Cloud, r neutronCreate[T], cluster string) (*T, error) {
-	x, err := createOrAdopt(ctx, c, r, cluster)
+// was lost made, see settle), then tags it and reads the tags back:
+// gophercloud's create options carry no tags and Neutron before the
+// tag-creation extension (Zed) refuses them in POST. A resource whose tags
+// failed or did not persist is deleted, even when the run's context has
+// ended (Ctrl-C between create and tag), and the run fails.
+func createOwned[T any](ctx context.Context, c *Cloud, plan *provider.Plan, r neutronCreate[T], cluster string) (*T, error) {
+	x, err := settle(ctx, c, r.settled(c, plan, cluster))
 	if err != nil {
 		return nil, err
 	}
-	id := r.attrs(*x).id
+	id := r.attrs(x).id
 	err = c.tagAndVerify(ctx, r.kind, r.collection, r.name, id, r.tags)
 	if err == nil {
-		return x, nil
+		return &x, nil
 	}
 	cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.opts.RequestTimeout)
 	defer cancel()
@@ -107,32 +103,31 @@ func createOwned[T any](ctx context.Context, c *Cloud, r neutronCreate[T], clust
 	return nil, err
 }
 
-// createOrAdopt sends the create; when its outcome is unknown (a lost
-// answer) it looks for what the create would have made, by name and
-// marker, adopts it if it is there and creates again if not. A lookup that
-// fails fails the create: an unknown outcome is never taken for "not made".
-func createOrAdopt[T any](ctx context.Context, c *Cloud, r neutronCreate[T], cluster string) (*T, error) {
-	what := kindWord(r.kind) + " " + r.name
-	for attempt := 1; ; attempt++ {
-		x, err := r.create(ctx)
-		if err == nil || !maybeApplied(err) || ctx.Err() != nil {
-			return x, err
-		}
-		all, lerr := r.list(ctx)
-		if lerr != nil {
-			return nil, errors.Join(err, wrap(lerr, "find out whether %s was created after all", what))
-		}
-		mine := slices.DeleteFunc(all, func(x T) bool { return !describedOwned(r.attrs(x).desc, cluster) })
-		switch {
-		case len(mine) == 1:
-			c.opts.Logf("openstack: create %s: %v; it was made all the same (%s): adopting it", what, err, r.attrs(mine[0]).id)
-			return &mine[0], nil
-		case len(mine) > 1:
-			return nil, fmt.Errorf("create %s: %w; %d resources carrying its ownership marker exist now: delete all but one", what, err, len(mine))
-		case attempt == createAttempts:
-			return nil, err
-		}
-		c.opts.Logf("openstack: create %s: %v; it was not made: creating it again (%d of %d)", what, err, attempt+1, createAttempts)
+// settled is r's create as settle runs it: what it would have made is
+// found by name and description marker, and a duplicate is deleted
+// through plan.
+func (r neutronCreate[T]) settled(c *Cloud, plan *provider.Plan, cluster string) lateCreate[T] {
+	return lateCreate[T]{
+		what: kindWord(r.kind) + " " + r.name,
+		create: func(ctx context.Context) (T, error) {
+			x, err := r.create(ctx)
+			if err != nil || x == nil {
+				var zero T
+				return zero, err
+			}
+			return *x, nil
+		},
+		find: func(ctx context.Context) ([]T, error) {
+			all, err := r.list(ctx)
+			return slices.DeleteFunc(all, func(x T) bool { return !describedOwned(r.attrs(x).desc, cluster) }), err
+		},
+		id: func(x T) string { return r.attrs(x).id },
+		uses: func(ctx context.Context, found []T) ([]bool, error) {
+			return neutronUses(ctx, c, r.kind, r.attrs, found)
+		},
+		drop: func(ctx context.Context, x T) error {
+			return c.deleteNeutron(ctx, plan, r.kind, r.name, r.attrs(x).id, r.del)
+		},
 	}
 }
 

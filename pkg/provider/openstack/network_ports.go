@@ -70,7 +70,7 @@ func (r *netReconciler) port(ctx context.Context, w portWant) error {
 		if w.pair {
 			opts.AllowedAddressPairs = []ports.AddressPair{{IPAddress: w.vip.String()}}
 		}
-		p, err := createOwned(ctx, r.c, neutronCreate[ports.Port]{
+		p, err := createOwned(ctx, r.c, r.plan, neutronCreate[ports.Port]{
 			lookup: r.c.portLookup(r.inv.net.ID, w.name, w.tags),
 			create: func(ctx context.Context) (*ports.Port, error) { return ports.Create(ctx, r.c.network, opts).Extract() },
 			del:    r.c.deletePort,
@@ -165,7 +165,7 @@ func (r *netReconciler) floatingIP(ctx context.Context, name string) error {
 	detail := fmt.Sprintf("on %s, for port %s", r.cfg.OpenStack.ExternalNet, name)
 	return r.plan.Do(ctx, state.Change{Action: state.ActionCreate, Kind: kindFloatingIP, Name: name, Detail: detail}, func(ctx context.Context) error {
 		cluster := r.inv.names.cluster
-		return store(createOwned(ctx, r.c, neutronCreate[floatingips.FloatingIP]{
+		return store(createOwned(ctx, r.c, r.plan, neutronCreate[floatingips.FloatingIP]{
 			lookup: r.c.fipLookup(cluster, name),
 			create: func(ctx context.Context) (*floatingips.FloatingIP, error) {
 				return floatingips.Create(ctx, r.c.network, floatingips.CreateOpts{

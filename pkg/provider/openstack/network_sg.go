@@ -2,7 +2,6 @@ package openstack
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -132,7 +131,7 @@ func (r *netReconciler) securityGroup(ctx context.Context) error {
 	}
 	n := r.inv.names
 	return r.plan.Do(ctx, state.Change{Action: state.ActionCreate, Kind: kindSecurityGroup, Name: n.sg}, func(ctx context.Context) error {
-		g, err := createOwned(ctx, r.c, neutronCreate[groups.SecGroup]{
+		g, err := createOwned(ctx, r.c, r.plan, neutronCreate[groups.SecGroup]{
 			lookup: r.c.sgLookup(n),
 			create: func(ctx context.Context) (*groups.SecGroup, error) {
 				desc := ownerDescription(n.cluster, n.cluster+" kubernetes cluster security group")
@@ -191,9 +190,9 @@ func (r *netReconciler) rules(ctx context.Context) error {
 
 // createRule adds the ingress rule k to the group sg. "Every port" is sent
 // as no range, which Neutron stores as null. A rule has no name and no
-// tags: when the answer of its create is lost (or Neutron answers that it
-// exists), the group's rules are read, and the rule is there or is
-// created again.
+// tags: a lost answer is settled (see settle) on the group's rules of k's
+// content, and so is Neutron's answer that the rule exists (409). Neutron
+// refuses a second identical rule, so there is never a duplicate.
 func (c *Cloud) createRule(ctx context.Context, sg string, k ruleKey) error {
 	opts := rules.CreateOpts{
 		Direction: rules.DirIngress, EtherType: rules.RuleEtherType(k.ether), SecGroupID: sg, Protocol: rules.RuleProtocol(k.proto),
@@ -202,23 +201,23 @@ func (c *Cloud) createRule(ctx context.Context, sg string, k ruleKey) error {
 	if k.remoteGroup == groupSelf {
 		opts.RemoteGroupID = sg
 	}
-	for attempt := 1; ; attempt++ {
-		_, err := rules.Create(ctx, c.network, opts).Extract()
-		if err == nil || (!maybeApplied(err) && !isConflict(err)) || ctx.Err() != nil {
-			return err
-		}
-		have, lerr := listAll(ctx, rules.List(c.network, rules.ListOpts{SecGroupID: sg, Direction: string(rules.DirIngress)}), rules.ExtractRules)
-		if lerr != nil {
-			return errors.Join(err, wrap(lerr, "find out whether the rule %s was created after all", k.describe(sg)))
-		}
-		if slices.ContainsFunc(have, func(r rules.SecGroupRule) bool { return normalRule(r, sg) == k }) {
-			return nil
-		}
-		if isConflict(err) || attempt == createAttempts {
-			return err
-		}
-		c.opts.Logf("openstack: create rule %s: %v; it was not made: creating it again (%d of %d)", k.describe(sg), err, attempt+1, createAttempts)
-	}
+	_, err := settle(ctx, c, lateCreate[rules.SecGroupRule]{
+		what: "rule " + k.describe(sg),
+		create: func(ctx context.Context) (rules.SecGroupRule, error) {
+			r, err := rules.Create(ctx, c.network, opts).Extract()
+			if err != nil {
+				return rules.SecGroupRule{}, err
+			}
+			return *r, nil
+		},
+		exists: isConflict,
+		find: func(ctx context.Context) ([]rules.SecGroupRule, error) {
+			have, err := listAll(ctx, rules.List(c.network, rules.ListOpts{SecGroupID: sg, Direction: string(rules.DirIngress)}), rules.ExtractRules)
+			return slices.DeleteFunc(have, func(r rules.SecGroupRule) bool { return normalRule(r, sg) != k }), err
+		},
+		id: func(r rules.SecGroupRule) string { return r.ID },
+	})
+	return err
 }
 
 func (c *Cloud) deleteRule(ctx context.Context, id string) error {
