@@ -80,6 +80,44 @@ func (s *scriptLab) fault(ts *testscript.TestScript, args []string) {
 	s.lab.Injector().Set(labnet.Knobs{Faults: []labnet.Fault{{Service: args[0], PathPrefix: args[1], Status: status}}})
 }
 
+// lose loses the answer of one call after it was applied ("lab lose
+// SERVICE PREFIX HOW [late]"; "lab faults off" ends it): the first request of
+// SERVICE whose path starts with PREFIX ("METHOD /path" takes only METHOD,
+// as kill-at call does) is handled by the service, then answered with
+// status HOW (e.g. 502, 504), a reset connection (reset), or nothing until
+// the client's deadline (hang). With "late" the answer is lost first and
+// the service applies the request afterwards (labnet.Fault.Late).
+func (s *scriptLab) lose(ts *testscript.TestScript, args []string) {
+	if len(args) != 3 && (len(args) != 4 || args[3] != "late") {
+		ts.Fatalf("usage: lab lose SERVICE PREFIX STATUS|reset|hang [late]")
+	}
+	f := labnet.Fault{Service: args[0], PathPrefix: args[1], Nth: 1, After: len(args) == 3, Late: len(args) == 4}
+	if m, p, ok := strings.Cut(args[1], " "); ok {
+		f.Method, f.PathPrefix = m, p
+	}
+	switch args[2] {
+	case "reset":
+		f.Reset = true
+	case "hang":
+		f.Hang = true
+	default:
+		status, err := strconv.Atoi(args[2])
+		ts.Check(err)
+		f.Status = status
+	}
+	s.lab.Injector().Set(labnet.Knobs{Faults: []labnet.Fault{f}})
+}
+
+// awaitLate waits (a minute at most) until the lab applied every late
+// request pending, so that what follows sees all they made.
+func (s *scriptLab) awaitLate(ts *testscript.TestScript) {
+	for deadline := time.Now().Add(time.Minute); s.lab.Injector().Pending() > 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			ts.Fatalf("%d late requests still pending after a minute", s.lab.Injector().Pending())
+		}
+	}
+}
+
 // kubeNodes checks "lab kube-nodes DIR NAME[:K=V[,K=V]...]...": the
 // Kubernetes Node objects of DIR's kubeconfig are exactly NAMEs, each
 // carrying its labels when given.

@@ -43,6 +43,10 @@ type scriptLab struct {
 	vmNames   map[int]string
 	// saved are the whole inventories "lab inventory save" kept, by name.
 	saved map[string]inventory.Snapshot
+	// quorum watches the cluster's etcd quorum ("lab etcd watch").
+	quorum *quorumWatch
+	// late fronts the followed cloud ("lab follow DIR [NAME] late RULE...").
+	late *lateProxy
 }
 
 // fixedBridge is set once a script started a Proxmox lab whose bridge
@@ -108,9 +112,21 @@ func (s *scriptLab) networks() (cluster, external string) {
 //	                             applied), hang-rate R, lost-rate R (a
 //	                             mutating request applied, its answer then
 //	                             lost: 502, 504, reset or hang), slow-rate R
-//	                             with slow DURATION, latency DURATION, seed S
+//	                             with slow DURATION, latency DURATION,
+//	                             late-rate R (a mutating request's answer
+//	                             lost, 504 or a hang, and the request
+//	                             applied late-by DURATION after), seed S;
+//	                             off waits for the late requests pending
 //	lab rerun-once PROG ARGS...  run PROG; if it fails, log why and run it
 //	                             once more, which must succeed
+//	lab follow DIR [NAME] late RULE...
+//	                             the same behind a proxy that holds the
+//	                             first create of each name RULE ("METHOD
+//	                             /path" prefix) picks until talosc gave up,
+//	                             then applies it (lateproxy_test.go)
+//	lab late-applied MIN         that proxy applied at least MIN creates late
+//	lab unique-lines N           the last command's stdout has N lines, none
+//	                             twice
 //	lab real-owned N             N resources of the followed cloud carrying
 //	                             the cluster's ownership tags (listed if not)
 //	lab real-images N            N active images talosc manages there
@@ -149,9 +165,17 @@ func (s *scriptLab) networks() (cluster, external string) {
 //	lab volumes N                N Cinder volumes in the project, owned or not
 //	lab etcd-members DIR NAME... the etcd members (talosctl etcd members,
 //	                             through DIR's talosconfig) are NAME...
+//	lab etcd watch               from now on, watch the quorum of the lab's
+//	                             etcd of the cluster (lab_etcd_test.go)
+//	lab etcd kept NAME...        it never lost quorum since the watch, and
+//	                             its members are exactly NAME..., all up
 //	lab fault SERVICE PREFIX STATUS
 //	                             every SERVICE request under PREFIX fails
 //	                             with STATUS (lab faults off ends it)
+//	lab lose SERVICE PREFIX STATUS|reset|hang [late]
+//	                             the first SERVICE request under PREFIX
+//	                             is applied, then its answer lost (late:
+//	                             the answer is lost, then it is applied)
 //	lab silence NAME             the Talos node NAME stops answering reads
 //	                             and applies (lab faults off ends it)
 //	lab kube-nodes DIR NAME[:K=V[,K=V]...]...
@@ -170,6 +194,8 @@ func (s *scriptLab) networks() (cluster, external string) {
 //	                             CHANGE match; none: nothing changed
 //	lab lost MIN                 at least MIN answers were lost after their
 //	                             request was applied, since the mark
+//	lab lost late MIN            at least MIN answers were lost before their
+//	                             request was applied late, since the mark
 //	lab glance impostors|boots-own
 //	                             see scriptLab.glance
 //	lab rancher|rancher-clusters|rancher-bindings ...
@@ -202,7 +228,7 @@ func (s *scriptLab) networks() (cluster, external string) {
 //	                             waits (2 min) until NAME runs VERSION
 func cmdLab(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) == 0 || (neg && args[0] != "vm-config") {
-		ts.Fatalf("usage: lab up|follow|mark|argocd-objects|argocd-rancher-id|mutations|owned|count|images|vms|isos|wait|token|task|tasks|faults|rerun-once|real-owned|real-images|sdn|vm-config|vm-pending|order|knob|volumes|etcd-members|kube-nodes|silence|inventory|lost|glance|rancher|rancher-clusters|rancher-bindings|rancher-delete|rancher-foreign|cordon|vips|extensions|kube-version|kubelet-versions|mirror-pods|talos-versions|wait-talos ...")
+		ts.Fatalf("usage: lab up|follow|mark|argocd-objects|argocd-rancher-id|mutations|owned|count|images|vms|isos|wait|token|task|tasks|faults|rerun-once|real-owned|real-images|late-applied|unique-lines|sdn|vm-config|vm-pending|order|knob|volumes|etcd|etcd-members|kube-nodes|silence|fault|lose|inventory|lost|glance|rancher|rancher-clusters|rancher-bindings|rancher-delete|rancher-foreign|cordon|vips|extensions|kube-version|kubelet-versions|mirror-pods|talos-versions|wait-talos ...")
 	}
 	s, _ := ts.Value(labKey{}).(*scriptLab)
 	switch args[0] {
@@ -277,6 +303,10 @@ func cmdLab(ts *testscript.TestScript, neg bool, args []string) {
 		s.faults(ts, args[1:])
 	case "rerun-once":
 		rerunOnce(ts, args[1:])
+	case "late-applied":
+		s.lateApplied(ts, args[1:])
+	case "unique-lines":
+		uniqueLines(ts, args[1:])
 	case "real-owned", "real-images":
 		s.realCount(ts, args)
 	case "sdn":
@@ -290,6 +320,8 @@ func cmdLab(ts *testscript.TestScript, neg bool, args []string) {
 	case "volumes":
 		volumes := s.simulated(ts).Inventory().Volumes
 		want(ts, "volumes (owned or not)", count(ts, args), len(volumes), fmt.Sprint(volumes))
+	case "etcd":
+		s.etcdCmd(ts, args[1:])
 	case "etcd-members":
 		etcdMembers(ts, args[1:])
 	case "kube-nodes":
@@ -302,6 +334,8 @@ func cmdLab(ts *testscript.TestScript, neg bool, args []string) {
 		s.silence(ts, args[1:])
 	case "fault":
 		s.fault(ts, args[1:])
+	case "lose":
+		s.lose(ts, args[1:])
 	case "inventory":
 		s.inventoryChanges(ts, args[1:])
 	case "lost":
@@ -461,20 +495,22 @@ func (s *scriptLab) mutations(ts *testscript.TestScript, n int) {
 // were applied and their answers then lost (labnet.Call.Lost), so a
 // lost-answer scenario provably met what it is about. It prints them.
 func (s *scriptLab) lostAnswers(ts *testscript.TestScript, args []string) {
-	if len(args) != 1 {
-		ts.Fatalf("usage: lab lost MIN")
+	if len(args) != 1 && (len(args) != 2 || args[0] != "late") {
+		ts.Fatalf("usage: lab lost [late] MIN")
 	}
-	least, err := strconv.Atoi(args[0])
+	least, err := strconv.Atoi(args[len(args)-1])
 	ts.Check(err)
+	late := args[0] == "late"
 	var lost []string
 	for _, c := range s.lab.Recorder().Calls()[s.mark:] {
-		if c.Lost {
+		if (c.Lost && !late) || (c.Late && late) {
 			lost = append(lost, fmt.Sprintf("%s %s %s -> %d", c.Service, c.Method, c.Path, c.Status))
 		}
 	}
-	fmt.Fprintf(ts.Stdout(), "%d answers lost after the request was applied:\n  %s\n", len(lost), strings.Join(lost, "\n  "))
+	what := map[bool]string{false: "after the request was applied", true: "before the request was applied late"}[late]
+	fmt.Fprintf(ts.Stdout(), "%d answers lost %s:\n  %s\n", len(lost), what, strings.Join(lost, "\n  "))
 	if len(lost) < least {
-		ts.Fatalf("%d answers lost since the mark, want at least %d: the scenario lost nothing to recover from", len(lost), least)
+		ts.Fatalf("%d answers lost %s since the mark, want at least %d: the scenario lost nothing to recover from", len(lost), what, least)
 	}
 }
 
@@ -488,17 +524,18 @@ func onlyLooksLikeChange(c labnet.Call) bool {
 }
 
 func (s *scriptLab) faults(ts *testscript.TestScript, args []string) {
-	const usage = "usage: lab faults off | lab faults KNOB VALUE... (error-rate, hang-rate, lost-rate, slow-rate R; slow, latency DURATION; seed S)"
+	const usage = "usage: lab faults off | lab faults KNOB VALUE... (error-rate, hang-rate, lost-rate, late-rate, slow-rate R; slow, latency, late-by DURATION; seed S)"
 	if len(args) == 1 && args[0] == "off" {
 		s.lab.Injector().Set(labnet.Knobs{})
+		s.awaitLate(ts)
 		return
 	}
 	if len(args) == 0 || len(args)%2 != 0 {
 		ts.Fatalf(usage)
 	}
 	var k labnet.Knobs
-	rates := map[string]*float64{"error-rate": &k.ErrorRate, "hang-rate": &k.HangRate, "lost-rate": &k.LostRate, "slow-rate": &k.SlowRate}
-	durations := map[string]*time.Duration{"slow": &k.Slow, "latency": &k.Latency}
+	rates := map[string]*float64{"error-rate": &k.ErrorRate, "hang-rate": &k.HangRate, "lost-rate": &k.LostRate, "late-rate": &k.LateRate, "slow-rate": &k.SlowRate}
+	durations := map[string]*time.Duration{"slow": &k.Slow, "latency": &k.Latency, "late-by": &k.LateBy}
 	for i := 0; i < len(args); i += 2 {
 		var err error
 		name, v := args[i], args[i+1]

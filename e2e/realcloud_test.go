@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -61,11 +62,19 @@ type realCloud struct {
 
 // follow starts a lab following the real OpenStack of $TALOSC_REAL_OPENSTACK
 // and writes the cluster directory for an application credential of its
-// member user; the credential and whatever the cluster owns go at the end
+// member user (with "late RULE...", for the front of a lateProxy applying
+// the creates RULEs pick after talosc gave up on them); the credential and whatever the cluster owns go at the end
 // of the script, whether or not it reached its destroy.
 func (s *scriptLab) follow(ts *testscript.TestScript, args []string) {
+	var rules []lateRule
+	if i := slices.Index(args, "late"); i >= 0 {
+		for _, r := range args[i+1:] {
+			rules = append(rules, parseLateRule(r))
+		}
+		args = args[:i]
+	}
 	if len(args) < 1 || len(args) > 2 {
-		ts.Fatalf("usage: lab follow DIR [NAME]")
+		ts.Fatalf("usage: lab follow DIR [NAME] [late RULE...]")
 	}
 	path := os.Getenv(realOpenStackEnv)
 	if path == "" {
@@ -101,17 +110,34 @@ func (s *scriptLab) follow(ts *testscript.TestScript, args []string) {
 		Name: "talosc-" + s.cluster, Description: "talosc e2e script (deleted when it ends)",
 	}).Extract()
 	ts.Check(err)
-	ts.Defer(func() { rc.cleanup(ts, cred.ID) })
+	ts.Defer(func() {
+		var late map[string][]string
+		if s.late != nil { // closed by now: every late create was sent
+			late = s.late.madeLate()
+		}
+		rc.cleanup(ts, cred.ID, late)
+	})
 
+	authURL := rc.authURL
+	if len(rules) > 0 {
+		p, front, err := newLateProxy(rc.authURL, rules, ts.Logf)
+		ts.Check(err)
+		ts.Defer(p.Close)
+		s.late, authURL = p, front
+	}
 	dir := ts.MkAbs(args[0])
 	ts.Check(os.MkdirAll(dir, 0o755))
 	_, err = lab.WriteOpenStackCluster(dir, lab.OpenStackCluster{
-		Name: s.cluster, AuthURL: rc.authURL, Region: rc.region, CIDR: clusterCIDR,
+		Name: s.cluster, AuthURL: authURL, Region: rc.region, CIDR: clusterCIDR,
 		CredentialID: cred.ID, CredentialSecret: cred.Secret,
 		Comment: `Written by the e2e "lab follow" for a real OpenStack.`, Factory: s.lab.Factory,
 	})
 	ts.Check(err)
 	ts.Setenv("CLUSTER", s.cluster)
+	// The cloud's own CLI (python) reads the same clouds.yaml, straight
+	// to the services, and must not go to the scripts' refused proxy.
+	ts.Setenv("OS_CLIENT_CONFIG_FILE", path)
+	ts.Setenv("NO_PROXY", "127.0.0.1,localhost")
 	// Servers are ACTIVE in 1-2 s and followed 300 ms later.
 	s.pointPhases(ts, "0.1")
 }
@@ -256,8 +282,10 @@ func (rc *realCloud) images(ctx context.Context) (int, error) {
 
 // cleanup deletes the application credential and, best effort, anything
 // the cluster still owns (a script that failed before its destroy must not
-// leave resources in a shared cloud); what it cannot delete, it logs.
-func (rc *realCloud) cleanup(ts *testscript.TestScript, credID string) {
+// leave resources in a shared cloud), and what the late creates made
+// (late: ids by the path of their create), which may carry no tag; what
+// it cannot delete, it logs.
+func (rc *realCloud) cleanup(ts *testscript.TestScript, credID string, late map[string][]string) {
 	ctx := context.Background()
 	errs := []error{applicationcredentials.Delete(ctx, rc.identity, rc.userID, credID).ExtractErr()}
 	left, err := rc.owned(ctx)
@@ -268,9 +296,30 @@ func (rc *realCloud) cleanup(ts *testscript.TestScript, credID string) {
 			errs = append(errs, rc.deleteAll(ctx, k))
 		}
 	}
+	errs = append(errs, rc.deleteMadeLate(ctx, late))
 	if err := errors.Join(errs...); err != nil {
 		ts.Logf("real cloud cleanup: %v", err)
 	}
+}
+
+// deleteMadeLate deletes what late creates made (ids by the path of
+// their create, "/v2.0/security-groups"), in the cleanup's order; one
+// already gone is fine.
+func (rc *realCloud) deleteMadeLate(ctx context.Context, late map[string][]string) error {
+	var errs []error
+	for _, k := range rc.ownedKinds() {
+		for path, ids := range late {
+			if strings.ReplaceAll(path[strings.LastIndex(path, "/")+1:], "-", "_") != k.kind {
+				continue
+			}
+			for _, id := range ids {
+				if err := k.delete(ctx, id); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+					errs = append(errs, fmt.Errorf("delete the late create %s %s: %w", k.kind, id, err))
+				}
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // deleteAll deletes every resource of kind k the cluster owns and waits

@@ -255,6 +255,10 @@ func (l *Lab) NodeTiming() talosnode.Timing {
 	return l.fleet.Timing()
 }
 
+// TalosClusters returns every simulated Talos cluster a node ever booted
+// into (their etcd member lists and quorum), by name.
+func (l *Lab) TalosClusters() []*talosnode.Cluster { return l.fleet.Clusters() }
+
 // Close drops the late requests not yet applied, then stops every
 // service, in reverse start order.
 func (l *Lab) Close() error {
