@@ -1,10 +1,12 @@
 package openstack_test
 
 import (
+	"context"
 	"net/http"
 	"reflect"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/gophercloud/gophercloud/v2"
@@ -83,6 +85,13 @@ func (l *scaleLab) server(t *testing.T, name, port string, tags []string) *serve
 	s, err := servers.Create(t.Context(), l.compute, opts, nil).Extract()
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Nova binds the port during the build, as the lab's Nova does: wait
+	// for it, so the test sees the port bound.
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if err := servers.WaitForStatus(ctx, l.compute, s.ID, "ACTIVE"); err != nil {
+		t.Fatalf("server %s never became ACTIVE: %v", name, err)
 	}
 	return s
 }
