@@ -125,8 +125,8 @@ func (s *scriptLab) networks() (cluster, external string) {
 //	                             /path" prefix) picks until talosc gave up,
 //	                             then applies it (lateproxy_test.go)
 //	lab late-applied MIN         that proxy applied at least MIN creates late
-//	lab unique-lines N           the last command's stdout has N lines, none
-//	                             twice
+//	lab unique-lines N [NAME]    the last command's stdout has N lines (of
+//	                             NAME or NAME-*), none twice
 //	lab real-owned N             N resources of the followed cloud carrying
 //	                             the cluster's ownership tags (listed if not)
 //	lab real-images N            N active images talosc manages there

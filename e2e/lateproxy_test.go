@@ -306,15 +306,21 @@ func (s *scriptLab) lateApplied(ts *testscript.TestScript, args []string) {
 	}
 }
 
-// uniqueLines checks "lab unique-lines N": the last command's stdout has
-// N non-empty lines, none twice (a cloud CLI's list of names: one
-// resource per name).
+// uniqueLines checks "lab unique-lines N [NAME]": the last command's stdout
+// has N non-empty lines, none twice (a cloud CLI's list of names: one
+// resource per name). With NAME only the lines NAME or NAME-* count, so
+// the list can be of every resource, tagged or not: a late duplicate that
+// never got its tags is counted too.
 func uniqueLines(ts *testscript.TestScript, args []string) {
+	var name string
+	if len(args) == 2 {
+		name, args = args[1], args[:1]
+	}
 	n := count(ts, append([]string{"unique-lines"}, args...))
 	seen := map[string]int{}
 	var lines []string
 	for l := range strings.Lines(ts.ReadFile("stdout")) {
-		if l = strings.TrimSpace(l); l != "" {
+		if l = strings.TrimSpace(l); l != "" && (name == "" || l == name || strings.HasPrefix(l, name+"-")) {
 			seen[l]++
 			lines = append(lines, l)
 		}
