@@ -49,9 +49,10 @@ import (
 //
 //   - Neutron network, subnet, router, port, security group, floating IP:
 //     by name and description marker, in the credential's project; one is
-//     in use when a port is bound to it (a port: to a device; a floating
-//     IP: associated with a port; DHCP and gateway ports do not count) or,
-//     for a network, a subnet is on it;
+//     in use when a port is bound to it (a port: to a device, or it holds
+//     a floating IP, or another port lets its address through, as machine
+//     ports do a VIP's; a floating IP: associated with a port; DHCP and
+//     gateway ports do not count) or, for a network, a subnet is on it;
 //   - Neutron security group rule: by content, in the cluster's own group
 //     (Neutron refuses a second identical rule: no duplicate);
 //   - router interface: by the router's ports on the subnet (PUT, repeated;
@@ -60,7 +61,8 @@ import (
 //     handler commits, before its 202); the one in use is the one the
 //     machine's port is bound to (a port is bound to one server at most;
 //     nova-compute binds it while building, so the port is read until it
-//     is bound or the window has passed);
+//     is bound or the window has passed); across runs, one not in ERROR is
+//     in use too;
 //   - Cinder volume: made by Nova with its server, deleted with it;
 //   - Glance image: by name, talos_* properties and the project, queued
 //     (empty) ones only: none is in use, the first is kept;
@@ -74,7 +76,11 @@ import (
 // plan and the run says so; two in use are refused, named. A resource
 // whose use cannot be read counts as in use. On OpenStack every create
 // goes through one settle path (openstack.settle), which resolves the
-// duplicates its look finds.
+// duplicates its look finds. No window bounds a busy service (a real
+// nova-api under load applied creates well past it): a copy that appears
+// after the run has moved on is found by the next run's reads (the
+// network reads, the machine inventory), which keep the one in use by the
+// same rule and delete the others through its plan.
 //
 // A resource is recognisable as talosc's from the moment it exists, so a
 // run killed between a create and its tagging leaves nothing the next run
@@ -255,7 +261,9 @@ type Compute interface {
 	// ReconcileMachines brings existing owned machines in line with what
 	// the provider manages in place (Proxmox: the per-VM firewall, the
 	// sizing of cores, memory and disk growth, stopped VMs started),
-	// through plan; it never recreates one. OpenStack has nothing to do.
+	// through plan; it never recreates one. On both it deletes the unused
+	// second machines of a name the inventory found (a create applied
+	// late).
 	ReconcileMachines(ctx context.Context, cluster *config.Cluster, inv *Inventory, plan *Plan) error
 	// PendingRestart lists the owned machines (hostnames, in inventory
 	// order) whose sizing changes take effect only at the next provider

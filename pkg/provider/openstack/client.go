@@ -147,6 +147,9 @@ type Cloud struct {
 	network   *gophercloud.ServiceClient
 	image     *gophercloud.ServiceClient
 	volume    *gophercloud.ServiceClient
+	// twins are the unused second servers of a name the inventory found
+	// (server_twins.go).
+	twins serverTwins
 }
 
 var _ provider.Cloud = (*Cloud)(nil)

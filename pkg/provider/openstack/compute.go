@@ -279,10 +279,10 @@ func serverBooted(s *servers.Server) (bool, error) {
 	return false, nil
 }
 
-// ReconcileMachines has nothing to do on OpenStack: servers are
-// create-only.
-func (c *Cloud) ReconcileMachines(context.Context, *config.Cluster, *provider.Inventory, *provider.Plan) error {
-	return nil
+// ReconcileMachines only deletes the unused second servers of a name the
+// inventory found (dropTwins): servers are create-only on OpenStack.
+func (c *Cloud) ReconcileMachines(ctx context.Context, cluster *config.Cluster, _ *provider.Inventory, plan *provider.Plan) error {
+	return c.dropTwins(ctx, cluster.Name, plan)
 }
 
 // PendingRestart is always empty on OpenStack: servers are never resized

@@ -176,7 +176,8 @@ func (c *Cloud) deleteParts(ctx context.Context, cluster string, p machineParts)
 // (Nova answers 404 for it).
 func serverGone(s *servers.Server) (bool, error) { return s == nil, nil }
 
-// DestroyMachines deletes the inventory's servers (at most provider.MaxConcurrent
+// DestroyMachines deletes the inventory's servers and the unused second
+// servers of a name it found (at most provider.MaxConcurrent
 // requests at a time) and waits until every one is gone.
 func (c *Cloud) DestroyMachines(ctx context.Context, cluster *config.Cluster, inv *provider.Inventory, plan *provider.Plan) error {
 	var mu sync.Mutex
@@ -194,6 +195,7 @@ func (c *Cloud) DestroyMachines(ctx context.Context, cluster *config.Cluster, in
 			return nil
 		})
 	})
+	errs = append(errs, c.dropTwins(ctx, cluster.Name, plan))
 	if plan.DryRun {
 		return errors.Join(errs...)
 	}

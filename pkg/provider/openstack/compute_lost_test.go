@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
-
 	"github.com/talosc/talosc/pkg/lab/inventory"
 	"github.com/talosc/talosc/pkg/lab/labnet"
 	labos "github.com/talosc/talosc/pkg/lab/openstack"
@@ -60,23 +58,5 @@ func lostAnswerRuns(t *testing.T, want inventory.Snapshot, at labnet.Fault, run 
 				t.Errorf("whole inventory differs from a fault-free run's:\n%s\n%s", strings.Join(diff, "\n"), l.logs)
 			}
 		})
-	}
-}
-
-func TestInventory_RefusesTwoOwnedServersWithOneName(t *testing.T) {
-	t.Parallel()
-	l := newComputeLab(t, labos.Config{}, threeCPs)
-	specs, _ := l.boot(t)
-	tags := openstack.NodeTags(specs[1].Machine, "c")
-	dup, err := servers.Create(t.Context(), l.compute, servers.CreateOpts{
-		Name: specs[1].Machine.Hostname, FlavorRef: "3", ImageRef: specs[0].Image.ID, Networks: "none", Tags: tags,
-	}, nil).Extract()
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = l.cloud.Inventory(t.Context(), l.cfg)
-	if err == nil || !strings.Contains(err.Error(), "duplicate Nova server names among the cluster's owned servers: c-controlplane-02 (ids ") ||
-		!strings.Contains(err.Error(), dup.ID) {
-		t.Fatalf("err = %v, want the duplicate refused", err)
 	}
 }

@@ -20,13 +20,16 @@ import (
 )
 
 // Inventory lists the cluster's owned servers with one tag-filtered server
-// list and, when there are any, one volume list for their boot disks.
+// list and, when there are any, one volume list for their boot disks. Of
+// several owned servers of one name, the one in use is listed and the
+// others are kept for ReconcileMachines or DestroyMachines to delete
+// (oneServerPerName).
 func (c *Cloud) Inventory(ctx context.Context, cluster *config.Cluster) (*provider.Inventory, error) {
 	list, err := c.ownedServers(ctx, cluster.Name)
 	if err != nil {
 		return nil, err
 	}
-	if err := uniqueNames(list); err != nil {
+	if list, err = c.oneServerPerName(ctx, list); err != nil {
 		return nil, err
 	}
 	inv := &provider.Inventory{Machines: make([]provider.Machine, 0, len(list))}
@@ -75,26 +78,6 @@ func serverAttrs(s *servers.Server) attrs {
 // the project's tag.
 func (c *Cloud) serverTags(m config.Machine, cluster string) []string {
 	return append(NodeTags(m, cluster), ProjectTag(c.projectID))
-}
-
-// uniqueNames refuses owned servers sharing a name: the phases key
-// machines by hostname, so the second would be neither used nor counted.
-func uniqueNames(list []servers.Server) error {
-	ids := map[string][]string{}
-	for _, s := range list {
-		ids[s.Name] = append(ids[s.Name], s.ID)
-	}
-	var dups []string
-	for _, name := range slices.Sorted(maps.Keys(ids)) {
-		if len(ids[name]) > 1 {
-			dups = append(dups, fmt.Sprintf("%s (ids %s)", name, strings.Join(ids[name], ", ")))
-		}
-	}
-	if len(dups) > 0 {
-		return fmt.Errorf("duplicate Nova server names among the cluster's owned servers: %s; machines are keyed by name, so delete (openstack server delete <id>) or rename all but one of each",
-			strings.Join(dups, "; "))
-	}
-	return nil
 }
 
 // bootDiskSizes maps server id → size in GB of its boot volume.

@@ -35,7 +35,8 @@ func namesOf(cluster string) netNames {
 
 // ReconcileNetwork is provider.Networks.ReconcileNetwork. Every read
 // (and every ownership refusal) happens before the first change; then, in
-// order: the security group and its rules (adds before deletes), network,
+// order: the unused second resources of a name the reads found (dropTwins),
+// the security group and its rules (adds before deletes), network,
 // subnet, router and its interface, the reserved VIP ports (before any
 // machine port, so they get the lowest addresses), floating IPs, machine
 // ports, and the reclaim of orphaned machine ports. On failure the result
@@ -47,7 +48,7 @@ func (c *Cloud) ReconcileNetwork(ctx context.Context, spec provider.NetworkSpec,
 	}
 	r := &netReconciler{c: c, cfg: spec.Cluster, machines: spec.Machines, plan: plan, inv: inv}
 	for _, step := range []func(context.Context) error{
-		r.finishTags, r.securityGroup, r.rules, r.network, r.subnet, r.router, r.routerInterface,
+		r.dropTwins, r.finishTags, r.securityGroup, r.rules, r.network, r.subnet, r.router, r.routerInterface,
 		r.reservedPorts, r.floatingIPs, r.machinePorts, r.reclaimPorts,
 	} {
 		if err := step(ctx); err != nil {

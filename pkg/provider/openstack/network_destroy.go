@@ -18,10 +18,12 @@ import (
 	"github.com/talosc/talosc/pkg/provider"
 )
 
-// doomed is one owned resource destroy deletes.
+// doomed is one owned resource a run deletes.
 type doomed struct {
 	kind, name, id string
 	del            func(ctx context.Context, id string) error
+	// why is the change's detail ("" in destroy, where everything goes).
+	why string
 }
 
 // DestroyNetwork is provider.Networks.DestroyNetwork: every resource
@@ -35,7 +37,7 @@ func (c *Cloud) DestroyNetwork(ctx context.Context, cluster *config.Cluster, pla
 		return err
 	}
 	for _, d := range all {
-		if err := c.deleteNeutron(ctx, plan, d.kind, d.name, d.id, d.del); err != nil {
+		if err := c.deleteNeutron(ctx, plan, d); err != nil {
 			return err
 		}
 	}
@@ -60,7 +62,7 @@ func (c *Cloud) readOwnedNetwork(ctx context.Context, cluster string) ([]doomed,
 		return nil, wrap(err, "list the floating ips of cluster %s", cluster)
 	}
 	for _, f := range fips {
-		out = append(out, doomed{kindFloatingIP, cmp.Or(o.base(f.Description), f.FloatingIP), f.ID, c.deleteFloatingIP})
+		out = append(out, doomed{kind: kindFloatingIP, name: cmp.Or(o.base(f.Description), f.FloatingIP), id: f.ID, del: c.deleteFloatingIP})
 	}
 	ps, err := listOwned(ctx, o, ports.ExtractPorts, portAttrs, ports.List(c.network, tag), ports.List(c.network, marked))
 	if err != nil {
@@ -70,7 +72,7 @@ func (c *Cloud) readOwnedNetwork(ctx context.Context, cluster string) ([]doomed,
 		if p.DeviceID != "" && !strings.HasPrefix(p.DeviceOwner, "network:") {
 			return nil, fmt.Errorf("port %s (%s) is still bound to server %s: delete the machine first (destroy deletes servers before the network)", p.Name, p.ID, p.DeviceID)
 		}
-		out = append(out, doomed{kindPort, p.Name, p.ID, c.deletePort})
+		out = append(out, doomed{kind: kindPort, name: p.Name, id: p.ID, del: c.deletePort})
 	}
 	rts, err := listOwned(ctx, o, routers.ExtractRouters, routerAttrs, routers.List(c.network, tag), routers.List(c.network, marked))
 	if err != nil {
@@ -82,27 +84,27 @@ func (c *Cloud) readOwnedNetwork(ctx context.Context, cluster string) ([]doomed,
 			return nil, wrap(err, "list the interfaces of router %s", rt.Name)
 		}
 		for _, p := range ifaces {
-			out = append(out, doomed{kindRouterInterface, rt.Name, p.ID, func(ctx context.Context, id string) error {
+			out = append(out, doomed{kind: kindRouterInterface, name: rt.Name, id: p.ID, del: func(ctx context.Context, id string) error {
 				return routers.RemoveInterface(ctx, c.network, rt.ID, routers.RemoveInterfaceOpts{PortID: id}).Err
 			}})
 		}
 	}
 	for _, rt := range rts {
-		out = append(out, doomed{kindRouter, rt.Name, rt.ID, c.deleteRouter})
+		out = append(out, doomed{kind: kindRouter, name: rt.Name, id: rt.ID, del: c.deleteRouter})
 	}
 	sns, err := listOwned(ctx, o, subnets.ExtractSubnets, subnetAttrs, subnets.List(c.network, tag), subnets.List(c.network, marked))
 	if err != nil {
 		return nil, wrap(err, "list the subnets of cluster %s", cluster)
 	}
 	for _, sn := range sns {
-		out = append(out, doomed{kindSubnet, sn.Name, sn.ID, c.deleteSubnet})
+		out = append(out, doomed{kind: kindSubnet, name: sn.Name, id: sn.ID, del: c.deleteSubnet})
 	}
 	nets, err := listOwned(ctx, o, extractNetworks, netAttrs, networks.List(c.network, tag), networks.List(c.network, marked))
 	if err != nil {
 		return nil, wrap(err, "list the networks of cluster %s", cluster)
 	}
 	for _, x := range nets {
-		out = append(out, doomed{kindNetwork, x.Name, x.ID, c.deleteNetwork})
+		out = append(out, doomed{kind: kindNetwork, name: x.Name, id: x.ID, del: c.deleteNetwork})
 	}
 	sgDesc := o.descriptions(sgDescription(cluster)) // groups.List takes one description: one list per marker
 	sgs, err := listOwned(ctx, o, groups.ExtractGroups, sgAttrs, groups.List(c.network, groups.ListOpts{Tags: ClusterTag(cluster), ProjectID: c.projectID}),
@@ -111,7 +113,7 @@ func (c *Cloud) readOwnedNetwork(ctx context.Context, cluster string) ([]doomed,
 		return nil, wrap(err, "list the security groups of cluster %s", cluster)
 	}
 	for _, g := range sgs {
-		out = append(out, doomed{kindSecurityGroup, g.Name, g.ID, c.deleteSecurityGroup})
+		out = append(out, doomed{kind: kindSecurityGroup, name: g.Name, id: g.ID, del: c.deleteSecurityGroup})
 	}
 	return out, nil
 }

@@ -58,7 +58,6 @@ func (r *netReconciler) network(ctx context.Context) error {
 				}
 				return &created, nil
 			},
-			del: r.c.deleteNetwork,
 		}, n.cluster)
 		if err == nil {
 			r.inv.net = created
@@ -98,7 +97,6 @@ func (r *netReconciler) subnet(ctx context.Context) error {
 					NetworkID: r.inv.net.ID, Name: n.subnet, Description: r.inv.owner.description(""), CIDR: cidr, IPVersion: gophercloud.IPv4, DNSNameservers: dns,
 				}).Extract()
 			},
-			del: r.c.deleteSubnet,
 		}, n.cluster))
 	})
 }
@@ -136,7 +134,6 @@ func (r *netReconciler) router(ctx context.Context) error {
 				up := true
 				return routers.Create(ctx, r.c.network, routers.CreateOpts{Name: n.router, Description: r.inv.owner.description(""), AdminStateUp: &up, GatewayInfo: gw}).Extract()
 			},
-			del: r.c.deleteRouter,
 		}, n.cluster))
 	})
 }

@@ -19,7 +19,7 @@ import (
 func (c *Cloud) sgLookup(n netNames) lookup[groups.SecGroup] {
 	return lookup[groups.SecGroup]{
 		kind: kindSecurityGroup, collection: "security-groups", name: n.sg, tags: ClusterTags(n.cluster),
-		attrs: sgAttrs,
+		attrs: sgAttrs, del: c.deleteSecurityGroup,
 		list: func(ctx context.Context) ([]groups.SecGroup, error) {
 			return listAll(ctx, groups.List(c.network, groups.ListOpts{Name: n.sg, ProjectID: c.projectID}), groups.ExtractGroups)
 		},
@@ -29,7 +29,7 @@ func (c *Cloud) sgLookup(n netNames) lookup[groups.SecGroup] {
 func (c *Cloud) netLookup(n netNames) lookup[network] {
 	return lookup[network]{
 		kind: kindNetwork, collection: "networks", name: n.net, tags: ClusterTags(n.cluster),
-		attrs: netAttrs,
+		attrs: netAttrs, del: c.deleteNetwork,
 		list: func(ctx context.Context) ([]network, error) {
 			return listAll(ctx, networks.List(c.network, networks.ListOpts{Name: n.net, ProjectID: c.projectID}), extractNetworks)
 		},
@@ -39,7 +39,7 @@ func (c *Cloud) netLookup(n netNames) lookup[network] {
 func (c *Cloud) subnetLookup(n netNames) lookup[subnets.Subnet] {
 	return lookup[subnets.Subnet]{
 		kind: kindSubnet, collection: "subnets", name: n.subnet, tags: ClusterTags(n.cluster),
-		attrs: subnetAttrs,
+		attrs: subnetAttrs, del: c.deleteSubnet,
 		list: func(ctx context.Context) ([]subnets.Subnet, error) {
 			return listAll(ctx, subnets.List(c.network, subnets.ListOpts{Name: n.subnet, ProjectID: c.projectID}), subnets.ExtractSubnets)
 		},
@@ -49,7 +49,7 @@ func (c *Cloud) subnetLookup(n netNames) lookup[subnets.Subnet] {
 func (c *Cloud) routerLookup(n netNames) lookup[routers.Router] {
 	return lookup[routers.Router]{
 		kind: kindRouter, collection: "routers", name: n.router, tags: ClusterTags(n.cluster),
-		attrs: routerAttrs,
+		attrs: routerAttrs, del: c.deleteRouter,
 		list: func(ctx context.Context) ([]routers.Router, error) {
 			return listAll(ctx, routers.List(c.network, routers.ListOpts{Name: n.router, ProjectID: c.projectID}), routers.ExtractRouters)
 		},
@@ -60,7 +60,7 @@ func (c *Cloud) routerLookup(n netNames) lookup[routers.Router] {
 func (c *Cloud) portLookup(network, name string, tags []string) lookup[ports.Port] {
 	return lookup[ports.Port]{
 		kind: kindPort, collection: "ports", name: name, tags: tags,
-		attrs: portAttrs,
+		attrs: portAttrs, del: c.deletePort,
 		list: func(ctx context.Context) ([]ports.Port, error) {
 			return listAll(ctx, ports.List(c.network, ports.ListOpts{NetworkID: network, Name: name, ProjectID: c.projectID}), ports.ExtractPorts)
 		},
@@ -71,7 +71,7 @@ func (c *Cloud) portLookup(network, name string, tags []string) lookup[ports.Por
 func (c *Cloud) fipLookup(cluster, name string) lookup[floatingips.FloatingIP] {
 	return lookup[floatingips.FloatingIP]{
 		kind: kindFloatingIP, collection: "floatingips", name: name, tags: ClusterTags(cluster),
-		attrs: fipAttrs,
+		attrs: fipAttrs, del: c.deleteFloatingIP,
 		list: func(ctx context.Context) ([]floatingips.FloatingIP, error) {
 			return c.fipsDescribed(ctx, cluster, name)
 		},

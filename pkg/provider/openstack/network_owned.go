@@ -105,6 +105,8 @@ type lookup[T any] struct {
 	attrs      func(T) attrs
 	// list lists the same-named candidates (floating IPs: same-described).
 	list func(context.Context) ([]T, error)
+	// del deletes one by id.
+	del func(ctx context.Context, id string) error
 }
 
 // neutronCreate is one Neutron resource to create and tag.
@@ -112,7 +114,6 @@ type neutronCreate[T any] struct {
 	lookup[T]
 	// create posts the resource, with owner.description in its description.
 	create func(context.Context) (*T, error)
-	del    func(ctx context.Context, id string) error
 }
 
 // createOwned creates a resource (or adopts the one a create whose answer
@@ -162,7 +163,7 @@ func (r neutronCreate[T]) settled(c *Cloud, plan *provider.Plan, cluster string)
 			return neutronUses(ctx, c, r.kind, r.attrs, found)
 		},
 		drop: func(ctx context.Context, x T) error {
-			return c.deleteNeutron(ctx, plan, r.kind, r.name, r.attrs(x).id, r.del)
+			return c.deleteNeutron(ctx, plan, r.twin(x))
 		},
 	}
 }
@@ -191,6 +192,18 @@ type untagged struct {
 	tags                       []string
 }
 
+// dropTwins deletes the unused second owned resources of a name the reads
+// found (pickOwned): what a create of an earlier run made after its client
+// had given up and made it again.
+func (r *netReconciler) dropTwins(ctx context.Context) error {
+	for _, d := range r.inv.twins {
+		if err := r.c.deleteNeutron(ctx, r.plan, d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // finishTags tags what a previous run created and could not tag.
 func (r *netReconciler) finishTags(ctx context.Context) error {
 	for _, u := range r.inv.untagged {
@@ -204,11 +217,18 @@ func (r *netReconciler) finishTags(ctx context.Context) error {
 	return nil
 }
 
+// twin is x, an unused owned resource of l's name besides the one kept,
+// as the run deletes it.
+func (l lookup[T]) twin(x T) doomed {
+	id := l.attrs(x).id
+	return doomed{kind: l.kind, name: l.name, id: id, del: l.del, why: id + ": unused, a second one of this name (a create applied late)"}
+}
+
 // deleteNeutron deletes one resource through plan; one already gone is no
 // error (a retried or concurrent run).
-func (c *Cloud) deleteNeutron(ctx context.Context, plan *provider.Plan, kind, name, id string, del func(context.Context, string) error) error {
-	return plan.Do(ctx, state.Change{Action: state.ActionDelete, Kind: kind, Name: name}, func(ctx context.Context) error {
-		if err := del(ctx, id); err != nil && !isNotFound(err) {
+func (c *Cloud) deleteNeutron(ctx context.Context, plan *provider.Plan, d doomed) error {
+	return plan.Do(ctx, state.Change{Action: state.ActionDelete, Kind: d.kind, Name: d.name, Detail: d.why}, func(ctx context.Context) error {
+		if err := d.del(ctx, d.id); err != nil && !isNotFound(err) {
 			return err
 		}
 		return nil

@@ -73,7 +73,6 @@ func (r *netReconciler) port(ctx context.Context, w portWant) error {
 		p, err := createOwned(ctx, r.c, r.plan, neutronCreate[ports.Port]{
 			lookup: r.c.portLookup(r.inv.net.ID, w.name, w.tags),
 			create: func(ctx context.Context) (*ports.Port, error) { return ports.Create(ctx, r.c.network, opts).Extract() },
-			del:    r.c.deletePort,
 		}, r.inv.names.cluster)
 		if err == nil {
 			r.setPort(w.name, p)
@@ -172,7 +171,6 @@ func (r *netReconciler) floatingIP(ctx context.Context, name string) error {
 					Description: r.inv.owner.description(name), FloatingNetworkID: r.inv.external, PortID: r.inv.ports[name].ID,
 				}).Extract()
 			},
-			del: r.c.deleteFloatingIP,
 		}, cluster))
 	})
 }
@@ -183,7 +181,7 @@ func (r *netReconciler) floatingIP(ctx context.Context, name string) error {
 // exists, is left to the nodes phase, which deletes the server first.
 func (r *netReconciler) reclaimPorts(ctx context.Context) error {
 	for _, p := range r.inv.orphans {
-		if err := r.c.deleteNeutron(ctx, r.plan, kindPort, p.Name, p.ID, r.c.deletePort); err != nil {
+		if err := r.c.deleteNeutron(ctx, r.plan, doomed{kind: kindPort, name: p.Name, id: p.ID, del: r.c.deletePort}); err != nil {
 			return err
 		}
 	}

@@ -50,6 +50,7 @@ type netInventory struct {
 	orphans  []ports.Port                       // unbound owned machine ports of undesired machines without a server
 	fips     map[string]*floatingips.FloatingIP // by name (their description without the marker)
 	untagged []untagged                         // owned by description, to be tagged
+	twins    []doomed                           // unused second owned resources of a name, to delete
 }
 
 // readNetwork makes every read the reconcile needs, in a constant number of
@@ -66,19 +67,19 @@ func (c *Cloud) readNetwork(ctx context.Context, spec provider.NetworkSpec) (*ne
 	if inv.external, err = c.externalNetwork(ctx, cfg.OpenStack.ExternalNet); err != nil {
 		return nil, err
 	}
-	if inv.sg, err = findOwned(ctx, inv, c.sgLookup(n)); err != nil {
+	if inv.sg, err = findOwned(ctx, c, inv, c.sgLookup(n)); err != nil {
 		return nil, err
 	}
-	if inv.net, err = findOwned(ctx, inv, c.netLookup(n)); err != nil {
+	if inv.net, err = findOwned(ctx, c, inv, c.netLookup(n)); err != nil {
 		return nil, err
 	}
-	if inv.subnet, err = findOwned(ctx, inv, c.subnetLookup(n)); err != nil {
+	if inv.subnet, err = findOwned(ctx, c, inv, c.subnetLookup(n)); err != nil {
 		return nil, err
 	}
 	if err := inv.checkSubnet(); err != nil {
 		return nil, err
 	}
-	if inv.router, err = findOwned(ctx, inv, c.routerLookup(n)); err != nil {
+	if inv.router, err = findOwned(ctx, c, inv, c.routerLookup(n)); err != nil {
 		return nil, err
 	}
 	if err := c.readPorts(ctx, inv, spec.Machines); err != nil {
@@ -160,7 +161,7 @@ func (c *Cloud) readPorts(ctx context.Context, inv *netInventory, machines []pro
 		return err
 	}
 	for _, w := range desired {
-		p, err := pickOwned(inv, c.portLookup(inv.net.ID, w.name, w.tags), byName[w.name])
+		p, err := pickOwned(ctx, c, inv, c.portLookup(inv.net.ID, w.name, w.tags), byName[w.name])
 		if err != nil {
 			return err
 		}
@@ -211,7 +212,7 @@ func (c *Cloud) readFloatingIPs(ctx context.Context, inv *netInventory) error {
 	}
 	for _, name := range names {
 		mine := slices.DeleteFunc(slices.Clone(all), func(f floatingips.FloatingIP) bool { return inv.owner.base(f.Description) != name })
-		f, err := pickOwned(inv, c.fipLookup(inv.names.cluster, name), mine)
+		f, err := pickOwned(ctx, c, inv, c.fipLookup(inv.names.cluster, name), mine)
 		if err != nil {
 			return err
 		}
@@ -242,51 +243,60 @@ func (c *Cloud) externalNetwork(ctx context.Context, name string) (string, error
 }
 
 // findOwned lists l's candidates and picks the owned one (see pickOwned).
-func findOwned[T any](ctx context.Context, inv *netInventory, l lookup[T]) (*T, error) {
+func findOwned[T any](ctx context.Context, c *Cloud, inv *netInventory, l lookup[T]) (*T, error) {
 	found, err := l.list(ctx)
 	if err != nil {
 		return nil, wrap(err, "list %ss named %s", kindWord(l.kind), l.name)
 	}
-	return pickOwned(inv, l, found)
+	return pickOwned(ctx, c, inv, l, found)
 }
 
 // pickOwned returns the one owned resource among same-named candidates,
-// nil when there is none, and refuses an unowned one (reference I-F1) or
-// several owned ones (Neutron names are not unique). A resource carrying
-// the cluster's description marker without its tags is owned: a run ended
-// between creating and tagging it; it is noted in inv.untagged, for the
-// reconcile to finish. A resource of another project (which the lists
-// filter out; a cloud ignoring the filter) is neither adopted nor refused:
-// names are the project's own, and no project's run is blocked by another's.
-func pickOwned[T any](inv *netInventory, l lookup[T], found []T) (*T, error) {
-	cluster := inv.names.cluster
+// nil when there is none, and refuses an unowned one when none is owned
+// (reference I-F1). Of several owned ones (a create of an earlier run
+// applied after its client gave up: Neutron names are not unique), the
+// one in use is kept and the others are noted in inv.twins for the
+// reconcile to delete (provider.DedupeOwned; neutronUses); several in use
+// are refused, named. A resource carrying the cluster's description marker
+// without its tags is owned: a run ended between creating and tagging it;
+// it is noted in inv.untagged, for the reconcile to finish. A resource of
+// another project (which the lists filter out; a cloud ignoring the
+// filter) is neither adopted nor refused: names are the project's own, and
+// no project's run is blocked by another's.
+func pickOwned[T any](ctx context.Context, c *Cloud, inv *netInventory, l lookup[T], found []T) (*T, error) {
 	var mine []T
-	var owned, foreign []string
-	var half []bool
+	var foreign []string
 	for _, x := range found {
-		a := l.attrs(x)
-		switch {
+		switch a := l.attrs(x); {
 		case a.project != inv.owner.project:
-		case inv.owner.tagged(a):
-			mine, owned, half = append(mine, x), append(owned, a.id), append(half, false)
-		case inv.owner.described(a):
-			mine, owned, half = append(mine, x), append(owned, a.id), append(half, true)
+		case inv.owner.owns(a):
+			mine = append(mine, x)
 		default:
 			foreign = append(foreign, a.id)
 		}
 	}
 	switch {
-	case len(mine) == 1:
-		if half[0] {
-			inv.untagged = append(inv.untagged, untagged{kind: l.kind, collection: l.collection, name: l.name, id: owned[0], tags: l.tags})
-		}
-		return &mine[0], nil
-	case len(mine) > 1:
-		return nil, fmt.Errorf("%d owned %ss are named %s (%s): delete all but one", len(mine), kindWord(l.kind), l.name, strings.Join(owned, ", "))
-	case len(foreign) > 0:
-		return nil, fmt.Errorf("refusing to adopt unowned %s %s (%s): it lacks the ownership tags %s and %s", kindWord(l.kind), l.name, foreign[0], TagManagedBy, ClusterTag(cluster))
+	case len(mine) == 0 && len(foreign) > 0:
+		return nil, fmt.Errorf("refusing to adopt unowned %s %s (%s): it lacks the ownership tags %s and %s", kindWord(l.kind), l.name, foreign[0], TagManagedBy, ClusterTag(inv.names.cluster))
+	case len(mine) == 0:
+		return nil, nil
 	}
-	return nil, nil
+	keep := mine[0]
+	if len(mine) > 1 {
+		used, err := neutronUses(ctx, c, l.kind, l.attrs, mine)
+		var drop []T
+		keep, drop, err = judge(c, kindWord(l.kind)+" "+l.name, mine, func(x T) string { return l.attrs(x).id }, used, err)
+		if err != nil {
+			return nil, err
+		}
+		for _, x := range drop {
+			inv.twins = append(inv.twins, l.twin(x))
+		}
+	}
+	if a := l.attrs(keep); !inv.owner.tagged(a) {
+		inv.untagged = append(inv.untagged, untagged{kind: l.kind, collection: l.collection, name: l.name, id: a.id, tags: l.tags})
+	}
+	return &keep, nil
 }
 
 // listAll reads every page of pager.

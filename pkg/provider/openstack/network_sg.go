@@ -141,7 +141,6 @@ func (r *netReconciler) securityGroup(ctx context.Context) error {
 				desc := r.inv.owner.description(sgDescription(n.cluster))
 				return groups.Create(ctx, r.c.network, groups.CreateOpts{Name: n.sg, Description: desc}).Extract()
 			},
-			del: r.c.deleteSecurityGroup,
 		}, n.cluster)
 		if err == nil {
 			r.inv.sg = g
@@ -185,7 +184,7 @@ func (r *netReconciler) rules(ctx context.Context) error {
 		}
 	}
 	for _, rule := range stale {
-		if err := r.c.deleteNeutron(ctx, r.plan, kindRule, normalRule(rule, sgID).describe(group), rule.ID, r.c.deleteRule); err != nil {
+		if err := r.c.deleteNeutron(ctx, r.plan, doomed{kind: kindRule, name: normalRule(rule, sgID).describe(group), id: rule.ID, del: r.c.deleteRule}); err != nil {
 			return err
 		}
 	}

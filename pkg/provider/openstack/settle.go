@@ -79,28 +79,34 @@ func dedupe[T any](ctx context.Context, c *Cloud, l lateCreate[T], found []T) (T
 		return found[0], nil
 	}
 	used, err := l.uses(ctx, found)
-	if err != nil {
-		c.opts.Logf("openstack: %s: cannot tell which of its %d owned resources is in use (%v): counting every one in use", l.what, len(found), err)
+	keep, drop, err := judge(c, l.what, found, l.id, used, err)
+	for _, x := range drop {
+		if derr := l.drop(ctx, x); derr != nil {
+			return keep, fmt.Errorf("%s: delete the unused duplicate %s: %w", l.what, l.id(x), derr)
+		}
+	}
+	return keep, err
+}
+
+// judge is provider.DedupeOwned over several owned resources of one name
+// given which are in use (used; an error reading it counts every one in
+// use, fail closed), and says which it keeps and which it drops.
+func judge[T any](c *Cloud, what string, found []T, id func(T) string, used []bool, uerr error) (keep T, drop []T, err error) {
+	if uerr != nil {
+		c.opts.Logf("openstack: %s: cannot tell which of its %d owned resources is in use (%v): counting every one in use", what, len(found), uerr)
 	}
 	dups := make([]provider.Duplicate[T], len(found))
 	for i, x := range found {
-		dups[i] = provider.Duplicate[T]{Item: x, ID: l.id(x), InUse: err != nil || used[i]}
+		dups[i] = provider.Duplicate[T]{Item: x, ID: id(x), InUse: uerr != nil || used[i]}
 	}
-	keep, drop, derr := provider.DedupeOwned(l.what, dups)
-	if derr != nil {
-		var zero T
-		return zero, errors.Join(derr, err)
+	keep, drop, err = provider.DedupeOwned(what, dups)
+	if err != nil {
+		return keep, nil, errors.Join(err, uerr)
 	}
 	ids := make([]string, len(drop))
 	for i, x := range drop {
-		ids[i] = l.id(x)
+		ids[i] = id(x)
 	}
-	c.opts.Logf("openstack: %s: %d owned resources of this name (a create applied late): keeping %s, deleting unused %s", l.what, len(found), l.id(keep), strings.Join(ids, ", "))
-	for _, x := range drop {
-		if err := l.drop(ctx, x); err != nil {
-			var zero T
-			return zero, fmt.Errorf("%s: delete the unused duplicate %s: %w", l.what, l.id(x), err)
-		}
-	}
-	return keep, nil
+	c.opts.Logf("openstack: %s: %d owned resources of this name (a create applied late): keeping %s, deleting unused %s", what, len(found), id(keep), strings.Join(ids, ", "))
+	return keep, drop, nil
 }
