@@ -61,8 +61,10 @@ import (
 //     handler commits, before its 202); the one in use is the one the
 //     machine's port is bound to (a port is bound to one server at most;
 //     nova-compute binds it while building, so the port is read until it
-//     is bound or the window has passed); across runs, one not in ERROR is
-//     in use too;
+//     is bound or the window has passed); across runs, one still building
+//     is in use too, and when none holds a port (an ACTIVE server whose
+//     port a failed twin's cleanup unbound has no network) every copy is
+//     deleted and the machine created again;
 //   - Cinder volume: made by Nova with its server, deleted with it;
 //   - Glance image: by name, talos_* properties and the project, queued
 //     (empty) ones only: none is in use, the first is kept;

@@ -17,10 +17,14 @@ import (
 // How a second server of one name can appear: a create whose answer was
 // lost is looked for for provider.LateWindow before it is sent again
 // (settle), but a busy nova-api may apply it later still. Both servers were
-// given the machine's one port; Nova binds it to one of them, and the other
-// goes to ERROR ("Port … is still in use"). The next run's inventory keeps
-// the one in use and records the other for ReconcileMachines or
-// DestroyMachines to delete.
+// given the machine's one port. On the real cloud both builds bind it in
+// turn: one ends in ERROR ("Failed to allocate the network(s)"), and its
+// cleanup may unbind the port from the other, which stays ACTIVE without a
+// network. A server talosc makes has no NIC but the machine's port, so one
+// that holds no port carries no node. The next run's inventory keeps the
+// server that holds a port and records the others for ReconcileMachines or
+// DestroyMachines to delete; when none holds one, every copy goes and the
+// machine is created again.
 
 // serverTwins are the owned servers the inventory found to be unused second
 // servers of a name, by id.
@@ -51,7 +55,9 @@ func (t *serverTwins) take() []servers.Server {
 
 // oneServerPerName returns list with one server per name: of two or more,
 // the one in use (serverUses) is kept and the others are recorded in
-// c.twins; two in use are refused, named (provider.DedupeOwned).
+// c.twins; when none is in use, all are recorded and the name is left out
+// (the machine is missing, and created again); two in use are refused,
+// named (provider.DedupeOwned).
 func (c *Cloud) oneServerPerName(ctx context.Context, list []servers.Server) ([]servers.Server, error) {
 	byName := map[string][]servers.Server{}
 	for _, s := range list {
@@ -66,6 +72,13 @@ func (c *Cloud) oneServerPerName(ctx context.Context, list []servers.Server) ([]
 			continue
 		}
 		used, err := c.serverUses(ctx, group)
+		if err == nil && !slices.Contains(used, true) {
+			c.opts.Logf("openstack: server %s: %d owned servers of this name (a create applied late) and none holds a port: deleting every one, the machine is created again", name, len(group))
+			for _, s := range group {
+				c.twins.add(s)
+			}
+			continue
+		}
 		keep, drop, err := judge(c, "server "+name, group, func(s servers.Server) string { return s.ID }, used, err)
 		if err != nil {
 			errs = append(errs, err)
@@ -80,13 +93,14 @@ func (c *Cloud) oneServerPerName(ctx context.Context, list []servers.Server) ([]
 }
 
 // serverUses reports, for each of several owned servers of one name,
-// whether it is in use: a port is bound to it, or it is not in ERROR (an
-// ACTIVE one may carry a node; one still building may yet bind its port).
-// A port list that fails counts every one in use.
+// whether it is in use: a port is bound to it, or it is still building
+// (Nova binds the port during the build). An ACTIVE server without a port
+// has no network and carries no node. A port list that fails counts every
+// one in use.
 func (c *Cloud) serverUses(ctx context.Context, group []servers.Server) ([]bool, error) {
 	used := make([]bool, len(group))
 	for i, s := range group {
-		if s.Status != "ERROR" {
+		if s.Status == "BUILD" {
 			used[i] = true
 			continue
 		}

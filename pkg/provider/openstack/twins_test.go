@@ -118,16 +118,8 @@ func twinInError(t *testing.T) (*computeLab, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for {
-		s, err := servers.Get(t.Context(), l.compute, twin.ID).Extract()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if s.Status == "ERROR" {
-			return l, twin.ID
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	awaitStatus(t, l, twin.ID, "ERROR")
+	return l, twin.ID
 }
 
 func TestInventory_KeepsTheServerInUseAndDeletesItsTwinInError(t *testing.T) {
@@ -184,16 +176,73 @@ func TestInventory_RefusesTwoOwnedServersOfOneNameInUse(t *testing.T) {
 	l := newComputeLab(t, labos.Config{}, threeCPs)
 	specs, got := l.boot(t)
 	m := specs[1].Machine
-	// An ACTIVE twin without a port: it may carry a node.
+	// A twin holding a port of its own: it may carry a node.
+	port, err := ports.Create(t.Context(), l.network, ports.CreateOpts{NetworkID: l.lab.Inventory().Networks[0].ID, Name: "other"}).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
 	dup, err := servers.Create(t.Context(), l.compute, servers.CreateOpts{
-		Name: m.Hostname, FlavorRef: "3", ImageRef: specs[1].Image.ID, Networks: "none", Tags: openstack.NodeTags(m, "c"),
+		Name: m.Hostname, FlavorRef: "3", ImageRef: specs[1].Image.ID, Networks: []servers.Network{{Port: port.ID}}, Tags: openstack.NodeTags(m, "c"),
 	}, nil).Extract()
 	if err != nil {
 		t.Fatal(err)
 	}
+	awaitStatus(t, l, dup.ID, "ACTIVE")
 	_, err = l.cloud.Inventory(t.Context(), l.cfg)
 	if err == nil || !strings.Contains(err.Error(), "server c-controlplane-02: 2 owned resources of this name are in use (") ||
 		!strings.Contains(err.Error(), dup.ID) || !strings.Contains(err.Error(), got[1].ID) {
 		t.Fatalf("err = %v, want both servers refused, named", err)
+	}
+}
+
+func TestInventory_DeletesEveryCopyWhenNoneHoldsAPort(t *testing.T) {
+	t.Parallel()
+	var fail atomic.Bool
+	l := newComputeLab(t, labos.Config{FailBoot: func(string) bool { return fail.Load() }}, threeCPs)
+	img, err := l.cloud.EnsureImage(t.Context(), imageSpec(t, ""), &provider.Plan{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := l.machineSpecs(t, img)[0].Machine
+	// What the real cloud left: the copy whose build failed, and an ACTIVE
+	// one whose port that failure unbound.
+	for _, status := range []string{"ACTIVE", "ERROR"} {
+		fail.Store(status == "ERROR")
+		s, err := servers.Create(t.Context(), l.compute, servers.CreateOpts{
+			Name: m.Hostname, FlavorRef: "3", ImageRef: img.ID, Networks: "none", Tags: openstack.NodeTags(m, "c"),
+		}, nil).Extract()
+		if err != nil {
+			t.Fatal(err)
+		}
+		awaitStatus(t, l, s.ID, status)
+	}
+	inv, err := l.cloud.Inventory(t.Context(), l.cfg)
+	if err != nil || len(inv.Machines) != 0 {
+		t.Fatalf("Inventory = %+v, %v; want no machine: neither copy carries a node", inv, err)
+	}
+	plan := &provider.Plan{}
+	if err := l.cloud.ReconcileMachines(t.Context(), l.cfg, inv, plan); err != nil {
+		t.Fatalf("ReconcileMachines: %v\n%s", err, l.logs)
+	}
+	if n := len(plan.Changes()); n != 2 {
+		t.Errorf("the plan holds %d changes, want the 2 deletes: %v", n, changeNames(plan.Changes()))
+	}
+	if left := l.lab.Inventory(); len(left.Servers) != 0 || len(left.Volumes) != 0 {
+		t.Errorf("left servers %+v, volumes %+v", left.Servers, left.Volumes)
+	}
+}
+
+// awaitStatus waits until the lab's server id has status.
+func awaitStatus(t *testing.T, l *computeLab, id, status string) {
+	t.Helper()
+	for {
+		s, err := servers.Get(t.Context(), l.compute, id).Extract()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Status == status {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
