@@ -214,7 +214,7 @@ func (l *lab) boot(hosts ...string) {
 		l.nodes[h] = n
 	}
 	for _, h := range hosts {
-		if err := l.nodes[h].WaitAPI(5 * time.Second); err != nil {
+		if err := l.nodes[h].WaitAPI(5 * time.Second * slow); err != nil {
 			l.t.Fatal(err, l.nodes[h].Status().BootError)
 		}
 	}
@@ -270,14 +270,14 @@ func (l *lab) clientAs(host string, roles ...role.Role) *client.Client {
 func fastReconnect() client.OptionFunc {
 	return client.WithGRPCDialOptions(grpc.WithConnectParams(grpc.ConnectParams{
 		Backoff:           backoff.Config{BaseDelay: 5 * time.Millisecond, Multiplier: 1.5, MaxDelay: 50 * time.Millisecond},
-		MinConnectTimeout: time.Second,
+		MinConnectTimeout: time.Second * slow,
 	}))
 }
 
 // ctx is a test context with a deadline.
 func ctx(t *testing.T, d time.Duration) context.Context {
 	t.Helper()
-	c, cancel := context.WithTimeout(t.Context(), d)
+	c, cancel := context.WithTimeout(t.Context(), d*slow)
 	t.Cleanup(cancel)
 	return c
 }
@@ -285,7 +285,7 @@ func ctx(t *testing.T, d time.Duration) context.Context {
 // eventually polls cond until it holds or 5 s pass.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(5 * time.Second * slow)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)

@@ -1,7 +1,6 @@
 package openstack_test
 
 import (
-	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -17,7 +16,7 @@ import (
 func (l *computeLab) connect(t *testing.T, o openstack.Options) {
 	t.Helper()
 	o.Poll, o.Wait = 20*time.Millisecond, 5*time.Second
-	o.Logf = func(format string, args ...any) { fmt.Fprintf(l.logs, format+"\n", args...) }
+	o.Logf = l.logs.printf
 	c, err := openstack.Connect(t.Context(), l.cfg, o)
 	if err != nil {
 		t.Fatal(err)

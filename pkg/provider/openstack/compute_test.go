@@ -44,7 +44,7 @@ type computeLab struct {
 	compute *gophercloud.ServiceClient
 	network *gophercloud.ServiceClient
 	image   *gophercloud.ServiceClient
-	logs    *bytes.Buffer
+	logs    *syncBuffer
 }
 
 // clusterYAML is a cluster named "c" with pools (YAML for controlplane and
@@ -93,11 +93,11 @@ func newComputeLab(t *testing.T, cfg labos.Config, pools string) *computeLab {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := &computeLab{lab: lab, cred: cred, dir: t.TempDir(), logs: &bytes.Buffer{}}
+	l := &computeLab{lab: lab, cred: cred, dir: t.TempDir(), logs: &syncBuffer{}}
 	l.reconfigure(t, "nova", pools)
 	l.cloud, err = openstack.Connect(t.Context(), l.cfg, openstack.Options{
 		Poll: 20 * time.Millisecond, Wait: 5 * time.Second,
-		Logf: func(format string, args ...any) { fmt.Fprintf(l.logs, format+"\n", args...) },
+		Logf: l.logs.printf,
 	})
 	if err != nil {
 		t.Fatal(err)
