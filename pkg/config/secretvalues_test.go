@@ -12,7 +12,7 @@ import (
 
 // TestSecretValuesOfSecretsYAML: every value of secrets.yaml, a patch's
 // values included (structured or written as text), is handed to output
-// redaction, and never printed with the configuration (audit L7).
+// redaction, and never printed with the configuration (I-C3).
 func TestSecretValuesOfSecretsYAML(t *testing.T) {
 	t.Parallel()
 	secrets := `openstack:

@@ -76,10 +76,10 @@ func (d deployment) credentialName() string {
 	return ""
 }
 
-// ReadAgent reads the agent from the downstream cluster k (notes §2): the
-// Deployment, then the credentials Secret it names. No Deployment is an
-// agent not installed; a Deployment whose Secret is missing or unreadable
-// is an error, never "not installed".
+// ReadAgent reads the agent from the downstream cluster k (plugins.md
+// §2.7): the Deployment, then the credentials Secret it names. No
+// Deployment is an agent not installed; a Deployment whose Secret is
+// missing or unreadable is an error, never "not installed".
 func ReadAgent(ctx context.Context, k *kube.Client) (Agent, error) {
 	var d deployment
 	found, err := k.Get(ctx, kube.Ref{APIVersion: "apps/v1", Resource: "deployments", Namespace: AgentNamespace, Name: AgentDeployment}, &d)

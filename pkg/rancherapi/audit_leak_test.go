@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// TestAuditFetchLeaksToken (audit M1): a manifest fetch answered 503, then
+// TestAuditFetchLeaksToken (I-C2): a manifest fetch answered 503, then
 // hung past its bound, logs a retry and fails; the import URL's
 // registration token is in no log line, and in neither the error nor any
 // error it wraps.

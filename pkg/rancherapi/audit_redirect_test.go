@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// TestAuditRedirectToHTTPResendsToken (audit M2b): an https Rancher that
+// TestAuditRedirectToHTTPResendsToken (I-C1): an https Rancher that
 // redirects to plain http on the same host is refused, naming both ends,
 // and the plain server never sees a request, let alone the token.
 func TestAuditRedirectToHTTPResendsToken(t *testing.T) {

@@ -1,6 +1,6 @@
 // Package rancherapi is the slice of Rancher's v3 (norman) API the rancher
 // plugin uses, written against what Rancher's own source does
-// (../shared/notes/rancher-argocd.md, which corrects the reference): clusters
+// (docs/plugins.md §2, which corrects the reference): clusters
 // looked up by ?name= and filtered again here, an import whose registration
 // token's commands a controller fills later, the principals search of the
 // token's auth provider, cluster role template bindings, and Rancher's error
@@ -94,7 +94,7 @@ func New(o Options) (*Client, error) {
 
 // sameOrigin refuses a redirect to another scheme or host: the client
 // would send the token there again, in clear after an https→http one
-// (audit M2). Rancher's API does not redirect the calls made here; a
+// (I-C1). Rancher's API does not redirect the calls made here; a
 // redirect within the server is followed, up to 10 as net/http does.
 func sameOrigin(req *http.Request, via []*http.Request) error {
 	from := via[0].URL

@@ -18,7 +18,7 @@ import (
 // kubeconfig's API answers (wrong credentials, lost tags, a renamed
 // cluster), or machines that are none of the live cluster's nodes, refuse
 // destroy (exit 1) naming the endpoint; otherwise destroy may go on
-// (audit M4).
+// (I-D1).
 func TestDestroyRefusesAClusterItCannotSee(t *testing.T) {
 	t.Parallel()
 	cfg := &config.Cluster{Name: "demo", Dir: "/srv/demo"}

@@ -15,7 +15,7 @@ import (
 // TestOutputFlagsNeverReplaceClusterFiles: plan --out and check --textfile
 // aimed at the cluster's identity, client files or configuration, directly,
 // through a symlinked directory, through a symlink or a hard link, exit 2
-// and leave the file as it was (audit L3).
+// and leave the file as it was (I-O1).
 func TestOutputFlagsNeverReplaceClusterFiles(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

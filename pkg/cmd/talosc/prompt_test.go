@@ -36,7 +36,7 @@ func TestConfirm(t *testing.T) {
 
 // TestConfirmEndsAtOnceOnInterrupt: Ctrl-C (a cancelled context) while the
 // prompt waits on a terminal that never answers ends it at once, exit 130,
-// instead of waiting for Enter (audit L4).
+// instead of waiting for Enter (I-O2).
 func TestConfirmEndsAtOnceOnInterrupt(t *testing.T) {
 	t.Parallel()
 	r, w := io.Pipe() // a reader that blocks until the test ends

@@ -72,7 +72,7 @@ func readAccess(path string) (access, error) {
 // rancherID is the Rancher cluster id to stamp (AR-7) and where it came
 // from: the rancher plugin's published result when the state document
 // holds one (its cluster_id, which may say "none"), else the downstream
-// cluster's own agent as notes §2 ranks it. An unreadable agent is an
+// cluster's own agent as plugins.md §2.7 ranks it. An unreadable agent is an
 // error, never "no id".
 func rancherID(ctx context.Context, doc *state.Document, k *kube.Client) (id, source string, err error) {
 	if doc != nil {

@@ -13,7 +13,7 @@ import (
 // calling pkg/apis/application/v1alpha1/types.go:2736-2770), so a bad one
 // applied with kubectl or server-side apply is stored and then silently
 // grants nothing. validPolicy and validRoleName are those rules, run on
-// what the plugin renders before anything is applied (notes §6).
+// what the plugin renders before anything is applied (plugins.md §3.3).
 
 // roleName is Argo CD's project role name rule.
 var roleName = regexp.MustCompile(`^[a-zA-Z0-9]([-_a-zA-Z0-9]*[a-zA-Z0-9])?$`)

@@ -18,7 +18,7 @@ const idAnnotation = "annotation:rancher.cattle.io/cluster-id"
 // Secret by CATTLE_CREDENTIAL_NAME (or, with env false, by the
 // cattle-credentials volume only) and, unless credential is "", that
 // Secret with namespace clusterID. A decoy credentials Secret of another
-// id sits beside it: several exist after a redeploy (notes §1.4).
+// id sits beside it: several exist after a redeploy (plugins.md §2.5).
 func installAgent(t *testing.T, c *cluster, credential, clusterID string, env bool) {
 	t.Helper()
 	ctx, k := t.Context(), c.srv.Client()

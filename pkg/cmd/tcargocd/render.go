@@ -23,7 +23,7 @@ const (
 	managedBy      = "talosc"
 	// AnnotationRancherID stamps the Rancher cluster id on the cluster
 	// Secret (AR-7); Argo CD copies it onto its Cluster. A talosc
-	// convention, meaningless to Rancher and Argo CD (notes §6).
+	// convention, meaningless to Rancher and Argo CD (plugins.md §3.3).
 	AnnotationRancherID = "rancher.cattle.io/cluster-id"
 	secretTypeLabel     = "argocd.argoproj.io/secret-type"
 	// inCluster is Argo CD's own cluster, where its Applications live.
@@ -148,7 +148,7 @@ func secretData(kv map[string]string) map[string]any {
 	return out
 }
 
-// clusterSecret is Argo CD's declarative cluster Secret (notes §6:
+// clusterSecret is Argo CD's declarative cluster Secret (plugins.md §3.3:
 // tlsClientConfig's caData/certData/keyData are []byte, so base64 of the
 // PEM, as the kubeconfig holds them).
 func clusterSecret(s settings, in inputs) map[string]any {

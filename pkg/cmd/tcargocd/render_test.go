@@ -142,8 +142,8 @@ func TestAR5_ValuesYAMLSafe(t *testing.T) {
 	}
 }
 
-// TestAR3_PolicyValidator is Argo CD's project role policy rules (notes
-// §6), which the CRD does not enforce, as the plugin implements them.
+// TestAR3_PolicyValidator is Argo CD's project role policy rules (plugins.md
+// §3.3), which the CRD does not enforce, as the plugin implements them.
 func TestAR3_PolicyValidator(t *testing.T) {
 	t.Parallel()
 	tests := []struct {

@@ -7,7 +7,7 @@ import (
 	"github.com/talosc/talosc/pkg/rancherapi"
 )
 
-// Marks of the bindings Rancher keeps for itself (notes §4).
+// Marks of the bindings Rancher keeps for itself (plugins.md §2.9).
 const (
 	creatorAnnotation = "authz.management.cattle.io/creator-owner-binding"
 	grbOwnerLabel     = "authz.management.cattle.io/grb-owner"

@@ -83,7 +83,7 @@ func (o observed) decide() (verdict, string) {
 
 // pending decides on a pending Rancher cluster of this name while no agent
 // runs downstream: only talosc's marker for this very cluster proves it an
-// import of this cluster that stopped (audit M3). One without it is
+// import of this cluster that stopped (RA-12). One without it is
 // someone else's, or talosc's for an earlier cluster of this name: never
 // resumed, bound or deleted.
 func (o observed) pending() (verdict, string) {

@@ -10,7 +10,7 @@ import (
 // TestRA4_Decide is the identity table: the Rancher cluster of this name
 // is reused only when the downstream agent proves it this cluster's, or,
 // pending with no agent anywhere, when it carries talosc's marker for
-// this cluster (audit M3).
+// this cluster (RA-12).
 func TestRA4_Decide(t *testing.T) {
 	t.Parallel()
 	const url = "https://rancher.lab"

@@ -107,7 +107,7 @@ func TestRA4_ResumesAnImportThatStopped(t *testing.T) {
 	}
 }
 
-// TestRA4_PendingClusterWithoutOurMarkerIsNeverTaken (audit M3): a pending
+// TestRA4_PendingClusterWithoutOurMarkerIsNeverTaken (RA-12): a pending
 // Rancher cluster of this name that talosc did not make for this cluster
 // (made by hand, or by talosc for an earlier cluster of this name) is
 // neither resumed, bound nor deleted: converge and destroy refuse naming

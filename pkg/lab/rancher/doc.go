@@ -1,7 +1,7 @@
 // Package rancher is the lab's Rancher server: the slice of Rancher's v3
 // (norman) API that talosc's rancher plugin calls, answering as Rancher
-// v2.11 does where ../shared/notes/rancher-argocd.md says how (each rule
-// names its source in the code). It serves HTTPS on loopback with a
+// v2.11 does where docs/plugins.md says how (each rule names its source
+// in the code). It serves HTTPS on loopback with a
 // self-signed CA (Server.CAPEM), requires "Authorization: Bearer
 // token-xxxxx:yyyy" (401 {"status":"401","message":"Unauthorized 401: must
 // authenticate"} otherwise), records every call as service "rancher" and

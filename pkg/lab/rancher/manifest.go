@@ -46,8 +46,8 @@ func caChecksum(caPEM []byte) string {
 // ImportManifest renders the agent template for serverURL and token.
 // namespace is "" in the import manifest the registration token's URL
 // serves (the agent does not know its cluster yet), and the cluster id in
-// the redeploy Rancher applies once the agent connected (§1.4 of the
-// notes).
+// the redeploy Rancher applies once the agent connected (plugins.md
+// §2.5).
 func ImportManifest(serverURL, token, namespace string, caPEM []byte) string {
 	secret := CredentialName(serverURL, token, namespace)
 	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }

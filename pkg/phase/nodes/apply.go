@@ -150,7 +150,7 @@ func (r *run) configDrift(ctx context.Context) ([]pendingApply, error) {
 
 // appliable are the existing desired machines, which must all be visible
 // through the kubeconfig. The reference skips an invisible one (I-R8);
-// talosc refuses it (audit L2): its configuration, firewall included,
+// talosc refuses it (I-V2): its configuration, firewall included,
 // would be left behind the cloud's security group while the run claims
 // success. Validation refuses it first; this holds when a Node vanished
 // since. An unanswered node list leaves every node's visibility unknown:

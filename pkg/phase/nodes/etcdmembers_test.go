@@ -11,7 +11,7 @@ import (
 )
 
 // An etcd member list that does not name the survivor that answered it
-// (empty, or another cluster's) proves nothing (audit M5): it neither
+// (empty, or another cluster's) proves nothing (I-S15): it neither
 // proves an addressless control plane gone (I-S9), nor settles a
 // timed-out reset as "left etcd" (I-S8), nor lets a control-plane
 // upgrade go on.

@@ -18,7 +18,8 @@ import (
 )
 
 // Each test here pins one fail-closed guard of the nodes phase that no
-// other -short test noticed removed (audit-2 §2, M6).
+// other -short test noticed removed (mutation testing, make mutate,
+// found them).
 
 // failingKube fails drains and the version read.
 type failingKube struct {
@@ -88,7 +89,7 @@ func existingRun(t *testing.T) *run {
 }
 
 // An existing node without any address is refused, not skipped: its
-// running configuration cannot be compared (audit S4).
+// running configuration cannot be compared (I-V1).
 func TestConfigDriftRefusesAnAddresslessNode(t *testing.T) {
 	t.Parallel()
 	r := existingRun(t)
@@ -99,7 +100,7 @@ func TestConfigDriftRefusesAnAddresslessNode(t *testing.T) {
 }
 
 // An existing node Kubernetes does not list is refused, not skipped with a
-// message (audit L2): its configuration, firewall included, would be left
+// message (I-V2): its configuration, firewall included, would be left
 // behind while the run (and a plan's exit code) claimed success.
 func TestAppliableRefusesANodeKubernetesDoesNotList(t *testing.T) {
 	t.Parallel()

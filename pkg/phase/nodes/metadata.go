@@ -11,7 +11,7 @@ import (
 	"github.com/talosc/talosc/pkg/talos/manifests"
 )
 
-// The metadata-service decision (reference §5.2, audit X1). OpenStack
+// The metadata-service decision (reference §5.2). OpenStack
 // serves each server's user_data (its whole machine config: the cluster CA
 // keys on control planes, the join tokens on every node) at
 // 169.254.169.254 to whatever asks from the server, pods included. Control

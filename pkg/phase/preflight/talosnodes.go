@@ -43,7 +43,7 @@ type talosTargets struct {
 // targetsOf sorts the existing desired machines of an up cluster for the
 // Talos check. A machine the inventory gives no address (on Proxmox, a VM
 // whose guest agent is silent, or a stopped VM) is asked at its
-// Kubernetes Node's InternalIP (audit L1); one without either cannot be
+// Kubernetes Node's InternalIP (I-V1); one without either cannot be
 // checked. One Kubernetes does not list is asked too, and must be listed
 // in the end (awaitListed).
 func targetsOf(cfg *config.Cluster, inv *provider.Inventory, nodes []kube.Node, endpoint string) talosTargets {
@@ -77,7 +77,7 @@ func targetsOf(cfg *config.Cluster, inv *provider.Inventory, nodes []kube.Node, 
 }
 
 // talosNodes reads the Talos version of talosconfig's endpoint and of
-// every existing desired node, which must all answer (audit S1/S4: a node
+// every existing desired node, which must all answer (I-V1: a node
 // that cannot be read cannot be kept in step with the cloud's firewall or
 // its configuration; the version checks need every node's version).
 func (l *live) talosNodes(ctx context.Context, in *phase.Input, kc kubeReader, inv *provider.Inventory) error {
@@ -111,7 +111,7 @@ func (l *live) talosNodes(ctx context.Context, in *phase.Input, kc kubeReader, i
 
 // awaitListed gives the existing nodes Kubernetes does not list a
 // reboot's time to register (a node of an interrupted run still joining),
-// then refuses (audit L2): the nodes phase could not roll its
+// then refuses (I-V2): the nodes phase could not roll its
 // configuration out, firewall included, while the network phase would
 // change the cloud's security group ahead of it.
 func (l *live) awaitListed(ctx context.Context, in *phase.Input, kc kubeReader, unlisted []string) error {

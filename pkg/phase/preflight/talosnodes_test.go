@@ -85,7 +85,7 @@ func (f *fakeTalos) WaitReachable(_ context.Context, node string, _, _ time.Dura
 
 // An existing machine the inventory gives no address is asked Talos at
 // its Node's InternalIP; without one it cannot be checked, whatever its
-// provider status (audit L1: a stopped VM is not skipped unchecked; the
+// provider status (I-V1: a stopped VM is not skipped unchecked; the
 // nodes phase could not read it before compute would start it either).
 func TestTargetsOfAddresslessMachines(t *testing.T) {
 	t.Parallel()
@@ -115,7 +115,7 @@ func TestTargetsOfAddresslessMachines(t *testing.T) {
 }
 
 // talosNodes refuses an up cluster with a machine it cannot check before
-// it dials anything (audit L1).
+// it dials anything (I-V1).
 func TestTalosNodesRefusesAnUncheckableMachine(t *testing.T) {
 	t.Parallel()
 	inv := &provider.Inventory{Machines: []provider.Machine{
@@ -130,7 +130,7 @@ func TestTalosNodesRefusesAnUncheckableMachine(t *testing.T) {
 }
 
 // A node that does not answer Talos, even after a reboot's time, refuses
-// the run (audit S1/S4); the answering ones are read.
+// the run (I-V1); the answering ones are read.
 func TestReadVersionsRefusesASilentNode(t *testing.T) {
 	t.Parallel()
 	targets := talosTargets{endpointHost: "t-controlplane-01", nodes: []nodeVersion{{host: "t-worker-01"}, {host: "t-worker-02"}}, addrs: []string{"127.0.0.21", "127.0.0.22"}}
@@ -160,7 +160,7 @@ func TestTalosNodesChecksEveryAddressedMachine(t *testing.T) {
 }
 
 // An existing node Kubernetes does not list refuses validation, which
-// runs before the network phase changes the security group (audit L2:
+// runs before the network phase changes the security group (I-V2:
 // the nodes phase would skip its configuration, firewall included);
 // one that registers within the wait is fine.
 func TestAwaitListedRefusesANodeKubernetesDoesNotList(t *testing.T) {

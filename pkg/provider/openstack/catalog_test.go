@@ -45,7 +45,7 @@ func catalogOfPlainEndpoints(t *testing.T, allowHTTP bool) (*config.Cluster, *ht
 
 // An https Keystone whose catalog lists plain-http endpoints is refused as
 // an http:// openstack.url is, before the token is sent to any of them
-// (audit M2a: gophercloud's version discovery sent it at once).
+// (I-C1: gophercloud's version discovery sent it at once).
 func TestConnect_RefusesAPlainHTTPCatalogEndpointBeforeSendingItAnything(t *testing.T) {
 	cfg, client, seen := catalogOfPlainEndpoints(t, false)
 	_, err := openstack.Connect(t.Context(), cfg, openstack.Options{Retries: -1, HTTPClient: client})

@@ -141,7 +141,7 @@ type Cloud struct {
 	project string // the credential's project's name
 	// projectID is the id of the credential's project: everything talosc
 	// makes belongs to it, and nothing of another project is ever adopted,
-	// changed or deleted, whatever the credential's role (audit H1).
+	// changed or deleted, whatever the credential's role (I-F6).
 	projectID string
 	compute   *gophercloud.ServiceClient
 	network   *gophercloud.ServiceClient

@@ -13,7 +13,7 @@ import (
 )
 
 // The boot image is adopted only when it is provably talosc's image of the
-// schematic (audit S5): owned by the credential's project, tagged
+// schematic (I-F7): owned by the credential's project, tagged
 // managed-by (either marker), and carrying spec's talos_version and
 // talos_schematic properties, which talosc sets in the create itself. A
 // same-named image without them (a public or shared image of another

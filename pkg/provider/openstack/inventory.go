@@ -52,7 +52,7 @@ func (c *Cloud) Inventory(ctx context.Context, cluster *config.Cluster) (*provid
 // ownedServers lists the servers of the credential's project carrying the
 // cluster's ownership markers (either managed-by marker). Nova lists only
 // the project's servers unless asked for all_tenants; each is checked all
-// the same (audit H1).
+// the same (I-F6).
 func (c *Cloud) ownedServers(ctx context.Context, cluster string) ([]servers.Server, error) {
 	pages, err := servers.List(c.compute, servers.ListOpts{Tags: ClusterTag(cluster), TagsAny: managedAny}).AllPages(ctx)
 	if err != nil {

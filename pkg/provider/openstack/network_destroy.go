@@ -50,7 +50,7 @@ func (c *Cloud) DestroyNetwork(ctx context.Context, cluster *config.Cluster, pla
 // be deleted. It lists by the cluster tag and checks both markers itself,
 // so resources with the legacy managed-by marker go too. Every list is of
 // the credential's project alone, and what it returns is checked to be of
-// that project: an admin's lists show every project's (audit H1).
+// that project: an admin's lists show every project's (I-F6).
 func (c *Cloud) readOwnedNetwork(ctx context.Context, cluster string) ([]doomed, error) {
 	o, n := c.owner(cluster), namesOf(cluster)
 	tag := c.taggedQuery(cluster)

@@ -29,7 +29,7 @@ func (e *TagsNotPersistedError) Error() string {
 // owner is whom talosc's resources belong to: a cluster, in the
 // credential's project. A resource is the cluster's only when it is of
 // that project (its project_id) and carries the cluster's ownership tags
-// or description marker (audit H1: an admin's lists show every project).
+// or description marker (I-F6: an admin's lists show every project).
 type owner struct{ cluster, project string }
 
 // owner is cluster in the credential's project.

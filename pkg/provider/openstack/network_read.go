@@ -108,7 +108,7 @@ func (inv *netInventory) checkCIDR() error {
 }
 
 // validateSubnet is the whole-run validation's part of checkCIDR: it runs
-// before the first phase mutates anything (audit S10). It reads only the
+// before the first phase mutates anything (I-V3). It reads only the
 // cluster's owned subnets; refusing an unowned same-named one is the
 // network phase's.
 func (c *Cloud) validateSubnet(ctx context.Context, cluster *config.Cluster) error {

@@ -9,7 +9,7 @@ import (
 // plainHTTPError refuses a request to a plain http URL: the Keystone token
 // rides on every request, so an http:// endpoint in the service catalog (or
 // a redirect or next-page link to one) would send it, and the machine
-// configs in Nova's user_data, in clear (audit M2a).
+// configs in Nova's user_data, in clear (I-C1).
 type plainHTTPError struct{ url string }
 
 func (e *plainHTTPError) Error() string {

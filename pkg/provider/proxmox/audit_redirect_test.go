@@ -14,8 +14,8 @@ import (
 	"github.com/talosc/talosc/pkg/provider/proxmox"
 )
 
-// An https Proxmox that redirects to plain http on the same host (audit
-// M2b): Connect refuses the redirect, naming it, and the plain server
+// An https Proxmox that redirects to plain http on the same host
+// (I-C1): Connect refuses the redirect, naming it, and the plain server
 // never sees a request, let alone the API token.
 func TestAuditProxmoxRedirectToHTTPIsRefused(t *testing.T) {
 	t.Parallel()

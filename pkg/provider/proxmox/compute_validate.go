@@ -92,7 +92,7 @@ func sdnRenumbered(cluster *config.Cluster, want config.Machine, have provider.M
 
 // unknownAddressError refuses, under managed SDN, existing VMs whose
 // running address nobody reports: a renumbering refusal that cannot
-// decide must not pass (audit S6).
+// decide must not pass (I-V3).
 func unknownAddressError(hosts []string) error {
 	if len(hosts) == 0 {
 		return nil

@@ -290,7 +290,7 @@ func TestValidateMachines_RefusesSDNRenumbering(t *testing.T) {
 	l.noMutations(t)
 
 	// A guest agent that reports no address leaves the running address
-	// unknown: the refusal cannot decide, so it refuses (audit S6).
+	// unknown: the refusal cannot decide, so it refuses (I-V3).
 	l.cfg.Workers = l.cfg.Workers[1:]
 	w1 := machines[slices.IndexFunc(machines, func(m provider.Machine) bool { return m.Hostname == "c-worker-01" })]
 	if err := l.srv.SetGuestAgent(vmid(t, w1)); err != nil {

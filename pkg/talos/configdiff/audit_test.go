@@ -7,7 +7,7 @@ import (
 
 // TestAuditShortSecretsUnderUnusualNames: a value that came from
 // secrets.yaml is redacted whatever its key (DB_PW), and inside a longer
-// string, while a change to it still shows (audit L7).
+// string, while a change to it still shows (I-C3).
 func TestAuditShortSecretsUnderUnusualNames(t *testing.T) {
 	t.Parallel()
 	a := []byte("machine:\n  env:\n    LAB: \"0\"\n    DB_PW: hunter1\n")

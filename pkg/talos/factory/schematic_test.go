@@ -13,10 +13,10 @@ import (
 // Known schematic ids.
 const (
 	// emptyID is the id of the schematic without customisation, as published
-	// by the Image Factory (and verified in notes/dependencies.md §3).
+	// by the Image Factory (and verified against it).
 	emptyID = "376567988ad370138ad8b2698212367b8edcb69b5fd68c80be1f2ec7d603b4ba"
 	// guestAgentID is siderolabs/qemu-guest-agent alone, verified against
-	// factory.talos.dev (notes/dependencies.md §3).
+	// factory.talos.dev.
 	guestAgentID = "ce4c980550dd2ab1b17bbf2b08801c7eb59418eafe8f279833297925d67c7515"
 	// baseID is the boot image's schematic (qemu-guest-agent + tailscale).
 	// Obtained once with image-factory v1.4.0's schematic.Schematic.ID(),

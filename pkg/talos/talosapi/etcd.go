@@ -25,7 +25,7 @@ type Member struct {
 }
 
 // EtcdMembers lists the etcd members as node's own member sees them
-// (QueryLocal, what `talosctl etcd members` asks, day2.md §0.5): the
+// (QueryLocal, what `talosctl etcd members` asks, day2.md §4.1): the
 // authoritative list on a surviving control plane. It needs a leader.
 // Without QueryLocal Talos would ask any control plane, maybe the one
 // being removed.
