@@ -9,11 +9,12 @@
 // reference's §3.1), each a method over one run. What the run observed of
 // the cluster (inventory, addresses, Kubernetes nodes, one memoised
 // Kubernetes client and Talos session) lives in observed; what should
-// happen to which node is decided by pure functions (removal.go,
-// apply.go) and carried out as ops by one executor behind one health
-// barrier (ops.go): control planes one at a time with the cluster healthy
-// before the next, workers in one pass. A dry run only records the ops, so
-// plan is converge with the mutations left out.
+// happen to which node is decided by pure functions (decisions.go,
+// disruption.go, etcdevidence.go, kupgrade_plan.go) and carried out as
+// ops by one executor behind one health barrier (ops.go): control planes
+// one at a time with the cluster healthy before the next, workers in one
+// pass. A dry run only records the ops, so plan is converge with the
+// mutations left out. docs/architecture.md §4 lists the steps.
 package nodes
 
 import (

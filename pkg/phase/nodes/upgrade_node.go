@@ -85,13 +85,13 @@ func (r *run) installedImage(ctx context.Context, c talosAPI, u talosUpgrade) er
 	}
 }
 
-// installAttempts bounds how often one node's installer is asked for
-// when its answers are lost.
 // rebootAttempts is how often a reboot whose answer was lost and that
 // did not happen is asked for (a request refused on the way, as a 503 of
 // a proxy, reaches nothing).
 const rebootAttempts = 3
 
+// installAttempts bounds how often one node's installer is asked for
+// when its answers are lost.
 const installAttempts = 3
 
 // install runs the node's installer, again when an answer was lost:
