@@ -1,7 +1,6 @@
 // Package provider holds what the phases share about the clouds talosc
-// drives: the seam every provider implements (seam.go), the plan changes go
-// through, and the rules for repeating a request. The implementations
-// (OpenStack, Proxmox) live in sub-packages.
+// drives. Provider implementations (OpenStack, Proxmox) live in sub-packages
+// and are registered with the phases through Lookup.
 package provider
 
 import (
