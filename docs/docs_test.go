@@ -258,7 +258,7 @@ func documentedSteps(t *testing.T) []string {
 	}
 	row := regexp.MustCompile("^\\|\\s*[0-9]+\\s*\\|\\s*`([a-z-]+)`")
 	var names []string
-	for _, line := range strings.Split(string(data), "\n") {
+	for line := range strings.SplitSeq(string(data), "\n") {
 		if m := row.FindStringSubmatch(line); m != nil {
 			names = append(names, m[1])
 		}
