@@ -127,7 +127,7 @@ func (c catalogue) cite(fset *token.FileSet, f *ast.File) []citation {
 		}
 		for _, m := range sectionPattern.FindAllStringSubmatchIndex(text, -1) {
 			word, section := text[m[2]:m[3]], text[m[4]:m[5]]
-			doc, problem := c.document(word)
+			doc, problem := c.document(word, reference)
 			if problem == "" && !c.sections[doc][section] {
 				problem = fmt.Sprintf("docs/%s has no heading numbered %s", doc, section)
 			}
@@ -140,20 +140,28 @@ func (c catalogue) cite(fset *token.FileSet, f *ast.File) []citation {
 	return out
 }
 
-// document is the document a section mark preceded by word names.
-func (c catalogue) document(word string) (doc, problem string) {
+// fileName is a Markdown file name in a word ("docs/day2.md",
+// "[day2.md](day2.md)").
+var fileName = regexp.MustCompile(`[A-Za-z0-9_.-]+\.md`)
+
+// document is the document a section mark preceded by word names; a bare
+// mark names self.
+func (c catalogue) document(word, self string) (doc, problem string) {
 	word = strings.Trim(word, "(`'\",;:")
+	names := fileName.FindAllString(word, -1)
 	switch {
-	case strings.HasSuffix(word, ".md"):
-		doc = filepath.Base(word)
+	case len(names) > 0:
+		doc = names[len(names)-1]
 		if _, ok := c.sections[doc]; !ok {
 			return "", "docs/" + doc + " does not exist"
 		}
 		return doc, ""
 	case word == "notes" || strings.HasPrefix(word, "audit"):
 		return "", "cites " + word + ", which is not in docs/"
-	default:
+	case word == "reference" || word == "spec" || word == "reference's":
 		return reference, ""
+	default:
+		return self, ""
 	}
 }
 
@@ -272,5 +280,42 @@ func TestArchitectureListsTheSteps(t *testing.T) {
 	t.Parallel()
 	if got, want := documentedSteps(t), stepNames(t); !slices.Equal(got, want) {
 		t.Errorf("architecture.md lists the nodes steps\n  %v\nsteps() runs\n  %v", got, want)
+	}
+}
+
+// TestDocumentsCiteOnlyWhatExists: the documents' own references (an id,
+// a section of the same document, "plugins.md §2.7") resolve too, outside
+// code blocks.
+func TestDocumentsCiteOnlyWhatExists(t *testing.T) {
+	t.Parallel()
+	c := readCatalogue(t)
+	for doc := range c.sections {
+		data, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		code := false
+		for i, line := range strings.Split(string(data), "\n") {
+			if strings.HasPrefix(line, "```") {
+				code = !code
+			}
+			if code {
+				continue
+			}
+			for _, id := range idPattern.FindAllString(line, -1) {
+				if _, ok := c.ids[id]; !ok {
+					t.Errorf("docs/%s:%d: %s is defined nowhere in docs/", doc, i+1, id)
+				}
+			}
+			for _, m := range sectionPattern.FindAllStringSubmatch(line, -1) {
+				target, problem := c.document(m[1], doc)
+				if problem == "" && !c.sections[target][m[2]] {
+					problem = fmt.Sprintf("docs/%s has no heading numbered %s", target, m[2])
+				}
+				if problem != "" {
+					t.Errorf("docs/%s:%d: %s §%s: %s", doc, i+1, m[1], m[2], problem)
+				}
+			}
+		}
 	}
 }
