@@ -13,7 +13,6 @@ import (
 	"github.com/talosc/talosc/pkg/provider/openstack"
 	"github.com/talosc/talosc/pkg/provider/proxmox"
 	"github.com/talosc/talosc/pkg/state"
-	"github.com/talosc/talosc/pkg/talos/factory"
 )
 
 // EnvTimeScale is a test-only knob: it multiplies every wait budget and
@@ -70,18 +69,6 @@ func TestKnobWarnings(lookup func(string) (string, bool)) []string {
 // Scale returns d scaled by TALOSC_TIME_SCALE (at least a millisecond).
 func (e *Env) Scale(d time.Duration) time.Duration {
 	return max(time.Duration(float64(d)*e.scale), time.Millisecond)
-}
-
-// Factory returns a client of the cluster's Image Factory
-// (talos.image_factory) whose downloads report progress through progress
-// (nil: silent).
-func (in *Input) Factory(progress func(done, total int64)) (*factory.Client, error) {
-	u := in.Config.ImageFactoryURL()
-	c, err := factory.New(u, factory.Options{Progress: progress})
-	if err != nil {
-		return nil, fmt.Errorf("image factory %s (talos.image_factory): %w", u, err)
-	}
-	return c, nil
 }
 
 // minRequestTimeout is the least a scaled cloud request timeout becomes:

@@ -169,7 +169,7 @@ func configChanges(sec state.Section) []state.Change {
 // configuration.
 func secretValues(t *testing.T, dir string) []string {
 	t.Helper()
-	id, err := identity.Load(filepath.Join(dir, identity.FileName))
+	id, err := identity.Load(filepath.Join(dir, config.TalosSecretsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
