@@ -15,6 +15,7 @@ import (
 	"github.com/siderolabs/talos/pkg/machinery/client"
 	"github.com/siderolabs/talos/pkg/machinery/resources/runtime"
 
+	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/kube"
 	"github.com/talosc/talosc/pkg/lab/labnet"
 	"github.com/talosc/talosc/pkg/lab/talosnode"
@@ -30,7 +31,7 @@ func etcdMembers(ts *testscript.TestScript, args []string) {
 		ts.Fatalf("usage: lab etcd-members DIR NAME...")
 	}
 	dir := ts.MkAbs(args[0])
-	id, err := identity.Load(filepath.Join(dir, identity.FileName))
+	id, err := identity.Load(filepath.Join(dir, config.TalosSecretsFile))
 	ts.Check(err)
 	ep, ok, err := identity.ReadTalosconfigEndpoint(filepath.Join(dir, "talosconfig"))
 	if err != nil || !ok {
@@ -202,7 +203,7 @@ func (s *scriptLab) extensions(ts *testscript.TestScript, args []string) {
 		ts.Fatalf("usage: lab extensions DIR NAME EXT...")
 	}
 	dir := ts.MkAbs(args[0])
-	id, err := identity.Load(filepath.Join(dir, identity.FileName))
+	id, err := identity.Load(filepath.Join(dir, config.TalosSecretsFile))
 	ts.Check(err)
 	ep, ok, err := identity.ReadTalosconfigEndpoint(filepath.Join(dir, "talosconfig"))
 	if err != nil || !ok {

@@ -11,13 +11,15 @@ import (
 	"github.com/siderolabs/talos/pkg/machinery/client"
 
 	"github.com/talosc/talosc/pkg/talos/identity"
+
+	"github.com/talosc/talosc/pkg/config"
 )
 
 // talosClient is a machinery client on DIR's talosconfig (its endpoint,
 // its identity), as talosctl --talosconfig DIR/talosconfig would make.
 func (s *scriptLab) talosClient(ts *testscript.TestScript, dir string) *client.Client {
 	dir = ts.MkAbs(dir)
-	id, err := identity.Load(filepath.Join(dir, identity.FileName))
+	id, err := identity.Load(filepath.Join(dir, config.TalosSecretsFile))
 	ts.Check(err)
 	ep, ok, err := identity.ReadTalosconfigEndpoint(filepath.Join(dir, "talosconfig"))
 	if err != nil || !ok {

@@ -42,14 +42,18 @@ type Options struct {
 	LookupEnv func(string) (string, bool)
 	// Validate is the whole-run validation (NewCommand's validate).
 	Validate Validator
+	// Connect are the providers the binary links (NewCommand's clouds);
+	// a provider missing from it is not available in this build.
+	Connect provider.Connectors
 }
 
 // NewCommand returns the root command of the phase binary for p, which
-// validates a run with validate. runF, when not nil, replaces the real run
-// (tests capture the options with it). The nodes phase, which links the
-// validation, also serves it as its "validate" action.
-func NewCommand(s cli.Streams, p Phase, validate Validator, runF func(context.Context, *Options, string) error) *cobra.Command {
-	o := &Options{Streams: s, Load: config.Load, LookupEnv: os.LookupEnv, Validate: validate}
+// validates a run with validate and reaches the clouds through clouds (the
+// binary chooses the providers it links). runF, when not nil, replaces the
+// real run (tests capture the options with it). The nodes phase, which
+// links the validation, also serves it as its "validate" action.
+func NewCommand(s cli.Streams, p Phase, validate Validator, clouds provider.Connectors, runF func(context.Context, *Options, string) error) *cobra.Command {
+	o := &Options{Streams: s, Load: config.Load, LookupEnv: os.LookupEnv, Validate: validate, Connect: clouds}
 	binary := plugin.Prefix + p.Name()
 	root := &cobra.Command{
 		Use:   binary + " ACTION [flags] < state.json > state.json",
@@ -163,7 +167,7 @@ func (o *Options) Run(ctx context.Context, p Phase, action string) error {
 		out.Warn("%s: skipped because phase %q did not succeed", p.Name(), blocked)
 		return errors.Join(cli.Exit(cli.ExitFailure), o.write(doc, p.Name(), sec))
 	}
-	env, err := NewEnv(o.LookupEnv)
+	env, err := NewEnv(o.LookupEnv, o.Connect)
 	if err != nil {
 		return cli.Usage(err)
 	}

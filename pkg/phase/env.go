@@ -7,13 +7,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/plugin"
 	"github.com/talosc/talosc/pkg/provider"
-	"github.com/talosc/talosc/pkg/provider/openstack"
-	"github.com/talosc/talosc/pkg/provider/proxmox"
 	"github.com/talosc/talosc/pkg/state"
-	"github.com/talosc/talosc/pkg/talos/factory"
 )
 
 // EnvTimeScale is a test-only knob: it multiplies every wait budget and
@@ -25,17 +21,19 @@ const EnvTimeScale = "TALOSC_TIME_SCALE"
 
 // Env is what a phase reads from its environment, resolved once per run.
 type Env struct {
-	lookup func(string) (string, bool)
-	scale  float64
+	lookup  func(string) (string, bool)
+	scale   float64
+	connect provider.Connectors
 
 	once  sync.Once
 	cloud provider.Cloud
 	err   error
 }
 
-// NewEnv resolves the environment through lookup.
-func NewEnv(lookup func(string) (string, bool)) (*Env, error) {
-	e := &Env{lookup: lookup, scale: 1}
+// NewEnv resolves the environment through lookup; Cloud connects through
+// connect, the providers the binary links.
+func NewEnv(lookup func(string) (string, bool), connect provider.Connectors) (*Env, error) {
+	e := &Env{lookup: lookup, scale: 1, connect: connect}
 	if v, ok := lookup(EnvTimeScale); ok && v != "" {
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil || f <= 0 {
@@ -72,42 +70,12 @@ func (e *Env) Scale(d time.Duration) time.Duration {
 	return max(time.Duration(float64(d)*e.scale), time.Millisecond)
 }
 
-// Factory returns a client of the cluster's Image Factory
-// (talos.image_factory) whose downloads report progress through progress
-// (nil: silent).
-func (in *Input) Factory(progress func(done, total int64)) (*factory.Client, error) {
-	u := in.Config.ImageFactoryURL()
-	c, err := factory.New(u, factory.Options{Progress: progress})
-	if err != nil {
-		return nil, fmt.Errorf("image factory %s (talos.image_factory): %w", u, err)
-	}
-	return c, nil
-}
-
-// minRequestTimeout is the least a scaled cloud request timeout becomes:
-// under a test's time scale a request that hangs costs this, not a minute.
-const minRequestTimeout = 10 * time.Second
-
 // Cloud connects to the cluster's provider once per run, with the run's
 // scaled waits; the provider's warnings go to stderr.
 func (e *Env) Cloud(ctx context.Context, in *Input) (provider.Cloud, error) {
 	e.once.Do(func() {
 		logf := func(format string, args ...any) { in.Out.Warn(format, args...) }
-		switch in.Config.Provider() {
-		case config.ProviderOpenStack:
-			e.cloud, e.err = openstack.Connect(ctx, in.Config, openstack.Options{
-				Wait: e.Scale(openstack.DefaultWait), Poll: e.Scale(openstack.DefaultPoll), Logf: logf,
-				RequestTimeout: max(e.Scale(openstack.DefaultRequestTimeout), minRequestTimeout),
-			})
-		case config.ProviderProxmox:
-			e.cloud, e.err = proxmox.Connect(ctx, in.Config, proxmox.Options{
-				Wait: e.Scale(proxmox.DefaultWait), Poll: e.Scale(proxmox.DefaultPoll),
-				TaskTimeout: max(e.Scale(proxmox.DefaultTaskTimeout), time.Minute), Logf: logf,
-				RequestTimeout: max(e.Scale(proxmox.DefaultRequestTimeout), minRequestTimeout),
-			})
-		default:
-			e.err = &provider.NotAvailableError{Provider: in.Config.Provider(), Phase: "connect"}
-		}
+		e.cloud, e.err = e.connect.Connect(ctx, in.Config, provider.ConnectOptions{TimeScale: e.Scale, Logf: logf})
 	})
 	return e.cloud, e.err
 }

@@ -1,6 +1,6 @@
 // Package provider holds what the phases share about the clouds talosc
-// drives. Provider implementations (OpenStack, Proxmox) live in sub-packages
-// and are registered with the phases through Lookup.
+// drives. Provider implementations (OpenStack, Proxmox) live in sub-packages;
+// each phase binary hands the runner their Connectors (pkg/provider/clouds).
 package provider
 
 import (

@@ -9,15 +9,15 @@ import (
 	"time"
 
 	"github.com/talosc/talosc/pkg/cli"
+	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/planfile"
 	"github.com/talosc/talosc/pkg/state"
-	"github.com/talosc/talosc/pkg/talos/identity"
 )
 
 // planDocument is the plan document of a planned state document, with
 // the fingerprint of the files it was made from.
 func (s *session) planDocument(doc *state.Document) (planfile.Document, error) {
-	files, err := planfile.HashFiles(s.dir, s.cfg.Files, identity.FileName)
+	files, err := planfile.HashFiles(s.dir, s.cfg.Files, config.TalosSecretsFile)
 	if err != nil {
 		return planfile.Document{}, err
 	}

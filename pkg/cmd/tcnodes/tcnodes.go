@@ -11,11 +11,12 @@ import (
 	"github.com/talosc/talosc/pkg/phase"
 	"github.com/talosc/talosc/pkg/phase/nodes"
 	"github.com/talosc/talosc/pkg/phase/preflight"
+	"github.com/talosc/talosc/pkg/provider/clouds"
 )
 
 // NewCommand returns the tc-nodes root command. runF replaces the run in tests.
 func NewCommand(s cli.Streams, runF func(context.Context, *phase.Options, string) error) *cobra.Command {
-	root := phase.NewCommand(s, nodes.Phase{}, preflight.Validate, runF)
+	root := phase.NewCommand(s, nodes.Phase{}, preflight.Validate, clouds.All(), runF)
 	root.AddCommand(newConfigsCommand(s, nil))
 	return root
 }

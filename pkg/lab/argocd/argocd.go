@@ -15,7 +15,6 @@ import (
 
 	"github.com/talosc/talosc/pkg/lab/kubeapi"
 	"github.com/talosc/talosc/pkg/lab/labnet"
-	"github.com/talosc/talosc/pkg/talos/identity"
 )
 
 // Namespace is where Argo CD keeps its Applications, AppProjects and
@@ -26,9 +25,6 @@ const Namespace = "argocd"
 const (
 	DefaultCRDTimeout = 30 * time.Second
 	crdPoll           = 20 * time.Millisecond
-	// caTalosVersion is the Talos version whose secrets bundle the
-	// management cluster's CA is generated like.
-	caTalosVersion = "v1.14"
 )
 
 // Options configure Start.
@@ -80,12 +76,9 @@ func Start(ctx context.Context, o Options) (_ *Management, err error) {
 		o.CRDTimeout = DefaultCRDTimeout
 	}
 	if len(o.CACertPEM) == 0 || len(o.CAKeyPEM) == 0 {
-		id, err := identity.Generate(caTalosVersion)
-		if err != nil {
+		if o.CACertPEM, o.CAKeyPEM, err = kubeapi.NewCA(); err != nil {
 			return nil, fmt.Errorf("argocd: management cluster CA: %w", err)
 		}
-		ca := id.Bundle().Certs.K8s
-		o.CACertPEM, o.CAKeyPEM = ca.Crt, ca.Key
 	}
 	srv, err := kubeapi.Start(ctx, kubeapi.Options{
 		Binary:       o.Binary,

@@ -83,6 +83,21 @@ func SignClientCert(caCertPEM, caKeyPEM []byte, user string, groups ...string) (
 	return kp.CrtPEM, kp.KeyPEM, nil
 }
 
+// NewCA mints a cluster's Kubernetes CA as a Talos secrets bundle holds
+// one (an ECDSA CA of organisation "kubernetes"), for an apiserver of a
+// cluster that is not the lab's.
+func NewCA() (certPEM, keyPEM []byte, err error) {
+	ca, err := x509.NewSelfSignedCertificateAuthority(
+		x509.ECDSA(true),
+		x509.Organization("kubernetes"),
+		x509.NotAfter(time.Now().Add(certValidity)),
+	)
+	if err != nil {
+		return nil, nil, fmt.Errorf("kubeapi: Kubernetes CA: %w", err)
+	}
+	return ca.CrtPEM, ca.KeyPEM, nil
+}
+
 // frontProxyPKI is the front door's identity towards the apiserver: a CA
 // (--requestheader-client-ca-file) and the client certificate it signed, as
 // Talos's aggregator CA and front-proxy-client certificate.

@@ -101,7 +101,7 @@ func imageSpec(ctx context.Context, in *phase.Input) (provider.ImageSpec, sectio
 	if err != nil {
 		return provider.ImageSpec{}, sections.Image{}, err
 	}
-	fc, err := in.Factory(progress(in))
+	fc, err := factory.ForCluster(in.Config, progress(in))
 	if err != nil {
 		return provider.ImageSpec{}, sections.Image{}, err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/talosc/talosc/pkg/phase"
 	"github.com/talosc/talosc/pkg/releases"
 	"github.com/talosc/talosc/pkg/report"
+	"github.com/talosc/talosc/pkg/talos/factory"
 )
 
 // Check compares the pinned versions with the newest releases and with the
@@ -22,7 +23,7 @@ func (Phase) Check(ctx context.Context, in *phase.Input) (phase.Report, error) {
 	var rep checkReport
 	cfg := in.Config
 	talos := phase.Finding{Name: "talos", Configured: cfg.Talos.Version}
-	if fc, err := in.Factory(nil); err != nil {
+	if fc, err := factory.ForCluster(in.Config, nil); err != nil {
 		rep.Incomplete = append(rep.Incomplete, err.Error())
 	} else if versions, err := fc.Versions(ctx); err != nil {
 		rep.Incomplete = append(rep.Incomplete, fmt.Sprintf("talos releases: %v", err))

@@ -9,6 +9,7 @@ import (
 	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/provider"
 	"github.com/talosc/talosc/pkg/state"
+	"github.com/talosc/talosc/pkg/talos/factory"
 	"github.com/talosc/talosc/pkg/talos/machineconfig"
 )
 
@@ -46,7 +47,7 @@ func (r *run) createMachines(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	fc, err := r.in.Factory(nil)
+	fc, err := factory.ForCluster(r.in.Config, nil)
 	if err != nil {
 		return err
 	}

@@ -59,7 +59,7 @@ func (r *run) ensureIdentity(ctx context.Context) error {
 	}
 	r.id = id
 	if created {
-		r.plan.Record(state.Change{Action: state.ActionCreate, Kind: kindIdentity, Name: identity.FileName, Detail: "the cluster's CA and tokens (back it up)"})
+		r.plan.Record(state.Change{Action: state.ActionCreate, Kind: kindIdentity, Name: config.TalosSecretsFile, Detail: "the cluster's CA and tokens (back it up)"})
 	}
 	for _, n := range id.Notes() {
 		r.in.Out.Info("machine secrets: %s", n)

@@ -22,6 +22,7 @@ import (
 	"github.com/talosc/talosc/pkg/phase/network"
 	"github.com/talosc/talosc/pkg/phase/nodes"
 	"github.com/talosc/talosc/pkg/phase/preflight"
+	"github.com/talosc/talosc/pkg/provider/clouds"
 	"github.com/talosc/talosc/pkg/state"
 	"github.com/talosc/talosc/pkg/talos/identity"
 )
@@ -127,6 +128,7 @@ func (d *labDir) options(reboot bool, doc []byte, stdout, stderr *bytes.Buffer) 
 	return &phase.Options{
 		Dir:      d.dir,
 		Validate: preflight.Validate,
+		Connect:  clouds.All(),
 		Reboot:   reboot,
 		Streams:  cli.Streams{In: bytes.NewReader(doc), Out: stdout, ErrOut: stderr},
 		Load:     config.Load,
@@ -169,7 +171,7 @@ func configChanges(sec state.Section) []state.Change {
 // configuration.
 func secretValues(t *testing.T, dir string) []string {
 	t.Helper()
-	id, err := identity.Load(filepath.Join(dir, identity.FileName))
+	id, err := identity.Load(filepath.Join(dir, config.TalosSecretsFile))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -171,7 +171,7 @@ func TestInterruptedFirstRunStaleKubeconfig(t *testing.T) {
 // (whether or not it was bootstrapped), as a recovery does.
 func recoverKubeconfig(t *testing.T, d *labDir) []byte {
 	t.Helper()
-	id, err := identity.Load(filepath.Join(d.dir, identity.FileName))
+	id, err := identity.Load(filepath.Join(d.dir, config.TalosSecretsFile))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -117,7 +117,7 @@ func newKubeFake(t *testing.T, dryRun bool, target string, initial func(m config
 	t.Cleanup(registry.Close)
 	cfg.Talos.ImageFactory = &config.Source{URL: "http://127.0.0.1:1", AllowHTTP: true}
 	cfg.Kubernetes.KubeletRepository = &config.Source{URL: registry.URL + "/siderolabs/kubelet", AllowHTTP: true}
-	env, err := phase.NewEnv(func(k string) (string, bool) { return "0.001", k == phase.EnvTimeScale })
+	env, err := phase.NewEnv(func(k string) (string, bool) { return "0.001", k == phase.EnvTimeScale }, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

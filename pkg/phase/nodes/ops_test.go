@@ -48,7 +48,7 @@ func (f *fakeTalos) Close() error { return nil }
 func fakeRun(t *testing.T, dryRun bool, health ...error) (*run, *[]string) {
 	t.Helper()
 	cfg := &config.Cluster{Name: "t", ControlPlane: config.Pool{Name: config.RoleControlPlane, Count: 3}, Workers: config.Pools{{Name: "worker", Count: 2}}}
-	env, err := phase.NewEnv(func(string) (string, bool) { return "", false })
+	env, err := phase.NewEnv(func(string) (string, bool) { return "", false }, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -169,7 +169,7 @@ func (r *run) registerPlan(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	fc, err := r.in.Factory(nil)
+	fc, err := factory.ForCluster(r.in.Config, nil)
 	if err != nil {
 		return err
 	}

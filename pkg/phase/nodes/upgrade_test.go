@@ -154,7 +154,7 @@ func (k drainKube) WaitReady(context.Context, []string, time.Duration, time.Dura
 func upgradeRun(t *testing.T, dryRun bool, at map[string]string, health ...error) (*run, *upgradeTalos) {
 	t.Helper()
 	r, log := fakeRun(t, dryRun, health...)
-	env, err := phase.NewEnv(func(k string) (string, bool) { return "0.0001", k == phase.EnvTimeScale })
+	env, err := phase.NewEnv(func(k string) (string, bool) { return "0.0001", k == phase.EnvTimeScale }, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

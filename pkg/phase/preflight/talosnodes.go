@@ -90,7 +90,7 @@ func (l *live) talosNodes(ctx context.Context, in *phase.Input, kc kubeReader, i
 		return fmt.Errorf("%d existing machine(s) cannot be checked while the Kubernetes API answers, so their state is unknown; refusing before anything changes (start them and let them join, or remove them from cluster.yaml): %s",
 			len(t.unknown), strings.Join(t.unknown, "; "))
 	}
-	id, err := identity.Load(filepath.Join(cfg.Dir, identity.FileName))
+	id, err := identity.Load(filepath.Join(cfg.Dir, config.TalosSecretsFile))
 	if err != nil {
 		return err
 	}

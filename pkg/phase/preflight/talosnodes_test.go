@@ -24,7 +24,7 @@ import (
 // waits milliseconds.
 func fastInput(t *testing.T, cfg *config.Cluster) *phase.Input {
 	t.Helper()
-	env, err := phase.NewEnv(func(k string) (string, bool) { return "0.0001", k == phase.EnvTimeScale })
+	env, err := phase.NewEnv(func(k string) (string, bool) { return "0.0001", k == phase.EnvTimeScale }, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

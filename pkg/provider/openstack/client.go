@@ -154,6 +154,19 @@ type Cloud struct {
 
 var _ provider.Cloud = (*Cloud)(nil)
 
+// Connector is the OpenStack provider.Connector: Connect with the
+// default budgets scaled by the run.
+func Connector(ctx context.Context, cfg *config.Cluster, o provider.ConnectOptions) (provider.Cloud, error) {
+	c, err := Connect(ctx, cfg, Options{
+		Wait: o.Scale(DefaultWait), Poll: o.Scale(DefaultPoll), Logf: o.Logf,
+		RequestTimeout: o.RequestTimeout(DefaultRequestTimeout),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
 // Connect authenticates with cfg.OpenStack's application credential and
 // opens the compute, network, image and block-storage services of its
 // region. Credentials never appear in errors.

@@ -22,12 +22,12 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
 
 	"github.com/talosc/talosc/pkg/config"
+	"github.com/talosc/talosc/pkg/lab/imagefactory/imagefactorytest"
 	"github.com/talosc/talosc/pkg/lab/labnet"
 	labos "github.com/talosc/talosc/pkg/lab/openstack"
 	"github.com/talosc/talosc/pkg/provider"
 	"github.com/talosc/talosc/pkg/provider/openstack"
 	"github.com/talosc/talosc/pkg/talos/factory"
-	"github.com/talosc/talosc/pkg/talos/factory/factorytest"
 )
 
 const labTalos = "v1.13.8"
@@ -141,7 +141,7 @@ func (l *computeLab) reconfigure(t *testing.T, zone, pools string) {
 // imageSpec is the boot image served by a lab Image Factory.
 func imageSpec(t *testing.T, fetchFrom string) provider.ImageSpec {
 	t.Helper()
-	f := factorytest.NewServer(t, labTalos)
+	f := imagefactorytest.NewServer(t, labTalos)
 	c, err := factory.New(f.URL, factory.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -90,6 +90,24 @@ type Cloud struct {
 
 var _ provider.Cloud = (*Cloud)(nil)
 
+// minTaskTimeout is the least a scaled task timeout becomes: a real
+// task (a VM create) takes seconds whatever the run's time scale.
+const minTaskTimeout = time.Minute
+
+// Connector is the Proxmox provider.Connector: Connect with the default
+// budgets scaled by the run.
+func Connector(ctx context.Context, cfg *config.Cluster, o provider.ConnectOptions) (provider.Cloud, error) {
+	c, err := Connect(ctx, cfg, Options{
+		Wait: o.Scale(DefaultWait), Poll: o.Scale(DefaultPoll),
+		TaskTimeout: max(o.Scale(DefaultTaskTimeout), minTaskTimeout), Logf: o.Logf,
+		RequestTimeout: o.RequestTimeout(DefaultRequestTimeout),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
 // Connect opens a session with cfg.Proxmox's API token and checks that the
 // API answers (its version). Credentials never appear in errors.
 func Connect(ctx context.Context, cfg *config.Cluster, o Options) (*Cloud, error) {

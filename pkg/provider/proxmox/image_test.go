@@ -7,17 +7,17 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/talosc/talosc/pkg/lab/imagefactory/imagefactorytest"
 	labpx "github.com/talosc/talosc/pkg/lab/proxmox"
 	"github.com/talosc/talosc/pkg/provider"
 	"github.com/talosc/talosc/pkg/provider/proxmox"
 	"github.com/talosc/talosc/pkg/talos/factory"
-	"github.com/talosc/talosc/pkg/talos/factory/factorytest"
 )
 
 // isoSpec is the boot ISO served by a lab Image Factory.
 func isoSpec(t *testing.T) provider.ImageSpec {
 	t.Helper()
-	f := factorytest.NewServer(t, labTalos)
+	f := imagefactorytest.NewServer(t, labTalos)
 	c, err := factory.New(f.URL, factory.Options{})
 	if err != nil {
 		t.Fatal(err)

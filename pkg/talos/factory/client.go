@@ -90,6 +90,17 @@ func New(baseURL string, opts Options) (*Client, error) {
 	return c, nil
 }
 
+// ForCluster returns a client of cfg's Image Factory (talos.image_factory)
+// whose downloads report progress through progress (nil: silent).
+func ForCluster(cfg *config.Cluster, progress func(done, total int64)) (*Client, error) {
+	u := cfg.ImageFactoryURL()
+	c, err := New(u, Options{Progress: progress})
+	if err != nil {
+		return nil, fmt.Errorf("image factory %s (talos.image_factory): %w", u, err)
+	}
+	return c, nil
+}
+
 // orDefault returns d unless it is zero or negative.
 func orDefault(d, def time.Duration) time.Duration {
 	if d <= 0 {

@@ -12,8 +12,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/talosc/talosc/pkg/lab/imagefactory/imagefactorytest"
 	"github.com/talosc/talosc/pkg/talos/factory"
-	"github.com/talosc/talosc/pkg/talos/factory/factorytest"
 )
 
 // newClient returns a client for url with short test timeouts.
@@ -82,7 +82,7 @@ func wantErr(t *testing.T, err error, parts ...string) {
 
 func TestCreateSchematic_MatchesFactoryID(t *testing.T) {
 	t.Parallel()
-	f := factorytest.NewServer(t)
+	f := imagefactorytest.NewServer(t)
 	c := newClient(t, f.URL, f.Client(), factory.Options{})
 	for _, s := range []factory.Schematic{factory.BaseSchematic(), factory.SchematicFor(nil)} {
 		want, err := s.ID()
@@ -174,7 +174,7 @@ func TestCreateSchematic_HTTPErrorIsTyped(t *testing.T) {
 
 func TestVersions(t *testing.T) {
 	t.Parallel()
-	f := factorytest.NewServer(t, "v1.13.0", "v1.14.1")
+	f := imagefactorytest.NewServer(t, "v1.13.0", "v1.14.1")
 	c := newClient(t, f.URL, f.Client(), factory.Options{})
 	got, err := c.Versions(t.Context())
 	if err != nil {

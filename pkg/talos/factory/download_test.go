@@ -11,8 +11,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/talosc/talosc/pkg/lab/imagefactory/imagefactorytest"
 	"github.com/talosc/talosc/pkg/talos/factory"
-	"github.com/talosc/talosc/pkg/talos/factory/factorytest"
 )
 
 const testVersion = "v1.14.1"
@@ -35,7 +35,7 @@ func imagePath(artifact string) string {
 func TestDownload_OK(t *testing.T) {
 	t.Parallel()
 	data, sum := imageBytes(600 << 10) // several read chunks
-	f := factorytest.NewServer(t)
+	f := imagefactorytest.NewServer(t)
 	f.AddImage(baseID, testVersion, factory.ArtifactOpenStack, data)
 	tests := []struct {
 		name       string
@@ -147,7 +147,7 @@ func TestDownload_TruncatedRefused(t *testing.T) {
 func TestDownload_HashMismatchRefused(t *testing.T) {
 	t.Parallel()
 	data, sum := imageBytes(4096)
-	f := factorytest.NewServer(t)
+	f := imagefactorytest.NewServer(t)
 	f.AddImage(baseID, testVersion, factory.ArtifactOpenStack, data)
 	c := newClient(t, f.URL, f.Client(), factory.Options{})
 	_, want := imageBytes(4095)
@@ -160,7 +160,7 @@ func TestDownload_HashMismatchRefused(t *testing.T) {
 
 func TestDownload_HTTPErrors(t *testing.T) {
 	t.Parallel()
-	f := factorytest.NewServer(t)
+	f := imagefactorytest.NewServer(t)
 	c := newClient(t, f.URL, f.Client(), factory.Options{})
 	_, _, err := c.Download(t.Context(), baseID, "v9.9.9", factory.ArtifactOpenStack, &bytes.Buffer{}, -1, "")
 	url := f.URL + "/image/" + baseID + "/v9.9.9/" + factory.ArtifactOpenStack
@@ -213,7 +213,7 @@ func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("disk ful
 func TestDownload_WriteErrorNamed(t *testing.T) {
 	t.Parallel()
 	data, _ := imageBytes(10)
-	f := factorytest.NewServer(t)
+	f := imagefactorytest.NewServer(t)
 	f.AddImage(baseID, testVersion, factory.ArtifactOpenStack, data)
 	c := newClient(t, f.URL, f.Client(), factory.Options{})
 	_, _, err := c.Download(t.Context(), baseID, testVersion, factory.ArtifactOpenStack, failingWriter{}, -1, "")
@@ -222,7 +222,7 @@ func TestDownload_WriteErrorNamed(t *testing.T) {
 
 func TestDownload_BadArgumentsSendNothing(t *testing.T) {
 	t.Parallel()
-	f := factorytest.NewServer(t)
+	f := imagefactorytest.NewServer(t)
 	c := newClient(t, f.URL, f.Client(), factory.Options{})
 	tests := []struct {
 		name, id, version, artifact, sum, want string

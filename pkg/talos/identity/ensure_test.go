@@ -13,6 +13,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/talosc/talosc/pkg/talos/identity"
+
+	"github.com/talosc/talosc/pkg/config"
 )
 
 func TestEnsure_GeneratesForNewCluster(t *testing.T) {
@@ -29,7 +31,7 @@ func TestEnsure_GeneratesForNewCluster(t *testing.T) {
 		t.Error("created = false for a brand-new cluster")
 	}
 
-	path := filepath.Join(dir, identity.FileName)
+	path := filepath.Join(dir, config.TalosSecretsFile)
 	if got := fileMode(t, path); got != 0o600 {
 		t.Errorf("mode = %04o, want 0600", got)
 	}
@@ -47,7 +49,7 @@ func TestEnsure_GeneratesForNewCluster(t *testing.T) {
 		t.Error("a new cluster's identity has no disk-encryption passphrase")
 	}
 
-	if diff := cmp.Diff([]string{identity.FileName}, dirNames(t, dir)); diff != "" {
+	if diff := cmp.Diff([]string{config.TalosSecretsFile}, dirNames(t, dir)); diff != "" {
 		t.Errorf("directory entries (-want +got):\n%s", diff)
 	}
 
@@ -69,7 +71,7 @@ func TestEnsure_LoadsExistingAndNeverRewrites(t *testing.T) {
 	for _, machines := range [][]string{nil, {"demo-controlplane-01"}} {
 		for _, dryRun := range []bool{false, true} {
 			dir := copyFixture(t, "talossecrets-legacy.yaml", 0o600)
-			path := filepath.Join(dir, identity.FileName)
+			path := filepath.Join(dir, config.TalosSecretsFile)
 
 			before, err := os.ReadFile(path)
 			if err != nil {
@@ -134,7 +136,7 @@ func TestEnsure_TightensBroaderMode(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			if got := fileMode(t, filepath.Join(dir, identity.FileName)); got != tt.want {
+			if got := fileMode(t, filepath.Join(dir, config.TalosSecretsFile)); got != tt.want {
 				t.Errorf("mode = %04o, want %04o", got, tt.want)
 			}
 
@@ -172,7 +174,7 @@ func TestEnsure_RefusesMissingIdentityWithMachines(t *testing.T) {
 			t.Errorf("message:\n got %s\nwant %s", err, want)
 		}
 
-		if missing.Path != filepath.Join(dir, identity.FileName) {
+		if missing.Path != filepath.Join(dir, config.TalosSecretsFile) {
 			t.Errorf("Path = %s", missing.Path)
 		}
 
@@ -240,7 +242,7 @@ func TestEnsure_Errors(t *testing.T) {
 			setup: func(t *testing.T, dir string) {
 				t.Helper()
 
-				if err := os.Mkdir(filepath.Join(dir, identity.FileName), 0o700); err != nil {
+				if err := os.Mkdir(filepath.Join(dir, config.TalosSecretsFile), 0o700); err != nil {
 					t.Fatal(err)
 				}
 			},
@@ -252,7 +254,7 @@ func TestEnsure_Errors(t *testing.T) {
 			setup: func(t *testing.T, dir string) {
 				t.Helper()
 
-				if err := os.WriteFile(filepath.Join(dir, identity.FileName), []byte("cluster: [\n"), 0o600); err != nil {
+				if err := os.WriteFile(filepath.Join(dir, config.TalosSecretsFile), []byte("cluster: [\n"), 0o600); err != nil {
 					t.Fatal(err)
 				}
 			},
@@ -294,7 +296,7 @@ func TestCheckRecoverable(t *testing.T) {
 	empty := t.TempDir()
 	corrupt := t.TempDir()
 
-	if err := os.WriteFile(filepath.Join(corrupt, identity.FileName), []byte("x"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(corrupt, config.TalosSecretsFile), []byte("x"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 

@@ -12,6 +12,8 @@ import (
 	"github.com/siderolabs/talos/pkg/machinery/config/generate/secrets"
 
 	"github.com/talosc/talosc/pkg/talos/identity"
+
+	"github.com/talosc/talosc/pkg/config"
 )
 
 // fixture describes a committed talossecrets.yaml in the reference format and
@@ -135,7 +137,7 @@ func TestFixture_ResaveRoundTrips(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			out := filepath.Join(t.TempDir(), identity.FileName)
+			out := filepath.Join(t.TempDir(), config.TalosSecretsFile)
 			if err := id.Save(out); err != nil {
 				t.Fatal(err)
 			}

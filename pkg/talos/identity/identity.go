@@ -12,13 +12,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/siderolabs/talos/pkg/machinery/config"
+	talosconfig "github.com/siderolabs/talos/pkg/machinery/config"
 	"github.com/siderolabs/talos/pkg/machinery/config/generate/secrets"
 	yaml4 "go.yaml.in/yaml/v4"
-)
 
-// FileName is the identity file next to cluster.yaml.
-const FileName = "talossecrets.yaml"
+	"github.com/talosc/talosc/pkg/config"
+)
 
 // PassphraseKey is the top-level key the reference tool appends to the
 // `talosctl gen secrets` output for new clusters.
@@ -43,7 +42,7 @@ type Identity struct {
 // "1.13.2", …), as `talosctl gen secrets --talos-version <v>` does, plus a
 // new disk-encryption passphrase. It writes nothing.
 func Generate(talosVersion string) (*Identity, error) {
-	contract, err := config.ParseContractFromVersion(talosVersion)
+	contract, err := talosconfig.ParseContractFromVersion(talosVersion)
 	if err != nil {
 		return nil, fmt.Errorf("generate cluster identity: invalid Talos version %q: %w", talosVersion, err)
 	}
@@ -111,7 +110,7 @@ func Parse(data []byte) (*Identity, error) {
 		return nil, fmt.Errorf("decode secrets bundle: %w", err)
 	}
 
-	if err := bundle.Validate(config.TalosVersionCurrent); err != nil {
+	if err := bundle.Validate(talosconfig.TalosVersionCurrent); err != nil {
 		return nil, fmt.Errorf("invalid secrets bundle: %s", strings.TrimSpace(err.Error()))
 	}
 
@@ -134,7 +133,7 @@ func Parse(data []byte) (*Identity, error) {
 
 	for _, k := range keys {
 		if !isKnownKey(k) {
-			id.notes = append(id.notes, fmt.Sprintf("%s: ignoring unknown top-level key %q", FileName, k))
+			id.notes = append(id.notes, fmt.Sprintf("%s: ignoring unknown top-level key %q", config.TalosSecretsFile, k))
 		}
 	}
 

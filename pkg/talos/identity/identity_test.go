@@ -14,10 +14,12 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/siderolabs/talos/pkg/machinery/config"
+	talosconfig "github.com/siderolabs/talos/pkg/machinery/config"
 	yaml4 "go.yaml.in/yaml/v4"
 
 	"github.com/talosc/talosc/pkg/talos/identity"
+
+	"github.com/talosc/talosc/pkg/config"
 )
 
 // passphraseRE is Python's secrets.token_urlsafe(32): 43 base64url chars.
@@ -102,7 +104,7 @@ func TestGenerate_LayoutOfTalosctlGenSecrets(t *testing.T) {
 				t.Errorf("passphrase is not the appended last line")
 			}
 
-			if err := id.Bundle().Validate(config.TalosVersionCurrent); err != nil {
+			if err := id.Bundle().Validate(talosconfig.TalosVersionCurrent); err != nil {
 				t.Errorf("generated bundle does not validate: %v", err)
 			}
 		})
@@ -305,7 +307,7 @@ func TestSave_CreatesFile0600(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	path := filepath.Join(dir, identity.FileName)
+	path := filepath.Join(dir, config.TalosSecretsFile)
 
 	if err := id.Save(path); err != nil {
 		t.Fatal(err)
@@ -315,7 +317,7 @@ func TestSave_CreatesFile0600(t *testing.T) {
 		t.Errorf("mode = %04o, want 0600", got)
 	}
 
-	if diff := cmp.Diff([]string{identity.FileName}, dirNames(t, dir)); diff != "" {
+	if diff := cmp.Diff([]string{config.TalosSecretsFile}, dirNames(t, dir)); diff != "" {
 		t.Errorf("directory entries (-want +got):\n%s", diff)
 	}
 }
@@ -329,7 +331,7 @@ func TestSave_NeverOverwrites(t *testing.T) {
 	}
 
 	dir := copyFixture(t, "talossecrets.yaml", 0o600)
-	path := filepath.Join(dir, identity.FileName)
+	path := filepath.Join(dir, config.TalosSecretsFile)
 
 	before, err := os.ReadFile(path)
 	if err != nil {
@@ -361,7 +363,7 @@ func TestSave_MissingDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	err = id.Save(filepath.Join(t.TempDir(), "nope", identity.FileName))
+	err = id.Save(filepath.Join(t.TempDir(), "nope", config.TalosSecretsFile))
 	if err == nil || !strings.Contains(err.Error(), "save cluster identity") {
 		t.Errorf("error = %v, want a save cluster identity error", err)
 	}
@@ -380,7 +382,7 @@ func TestIdentity_ZeroValueIsEmpty(t *testing.T) {
 		t.Error("a zero Identity returned key material")
 	}
 
-	if err := zero.Save(filepath.Join(t.TempDir(), identity.FileName)); err == nil {
+	if err := zero.Save(filepath.Join(t.TempDir(), config.TalosSecretsFile)); err == nil {
 		t.Error("Save of a zero Identity succeeded")
 	}
 }

@@ -13,9 +13,6 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// KubeconfigFileName is the admin kubeconfig next to cluster.yaml.
-const KubeconfigFileName = "kubeconfig"
-
 // Kubeconfig is what talosc reads from an existing kubeconfig: only the API
 // server of the current context's cluster, the "recorded endpoint" used to
 // detect a kube-API endpoint move.

@@ -9,6 +9,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/talosc/talosc/pkg/talos/identity"
+
+	"github.com/talosc/talosc/pkg/config"
 )
 
 // talosKubeconfig is the shape `talosctl kubeconfig` writes.
@@ -102,7 +104,7 @@ func TestReadKubeconfig(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 
-			path := filepath.Join(t.TempDir(), identity.KubeconfigFileName)
+			path := filepath.Join(t.TempDir(), config.KubeconfigFile)
 			if tt.content != nil {
 				if err := os.WriteFile(path, []byte(*tt.content), 0o600); err != nil {
 					t.Fatal(err)
@@ -129,7 +131,7 @@ func TestWriteKubeconfig(t *testing.T) {
 	t.Parallel()
 
 	dir := t.TempDir()
-	path := filepath.Join(dir, identity.KubeconfigFileName)
+	path := filepath.Join(dir, config.KubeconfigFile)
 
 	if err := identity.WriteKubeconfig(path, []byte(" \n")); err == nil {
 		t.Error("an empty kubeconfig was written")

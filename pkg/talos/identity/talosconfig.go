@@ -13,10 +13,6 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// TalosconfigFileName is the derived talosctl client config next to
-// cluster.yaml.
-const TalosconfigFileName = "talosconfig"
-
 // Talosconfig builds the talosctl client config for the cluster: one context
 // named after the cluster, trusting the identity's Talos API (OS) CA, with a
 // new admin client certificate and exactly one endpoint; no default nodes.

@@ -13,6 +13,8 @@ import (
 	clientconfig "github.com/siderolabs/talos/pkg/machinery/client/config"
 
 	"github.com/talosc/talosc/pkg/talos/identity"
+
+	"github.com/talosc/talosc/pkg/config"
 )
 
 func loadFixture(t *testing.T) *identity.Identity {
@@ -31,7 +33,7 @@ func TestWriteTalosconfig_OneEndpointNoNodes(t *testing.T) {
 
 	id := loadFixture(t)
 	dir := t.TempDir()
-	path := filepath.Join(dir, identity.TalosconfigFileName)
+	path := filepath.Join(dir, config.TalosconfigFile)
 
 	// An old, world-readable file with two endpoints and default nodes is
 	// replaced, not merged.

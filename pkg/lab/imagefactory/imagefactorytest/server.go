@@ -1,8 +1,8 @@
-// Package factorytest runs the lab's Image Factory (pkg/lab/imagefactory)
+// Package imagefactorytest runs the lab's Image Factory (pkg/lab/imagefactory)
 // for a test: POST /schematics (ids computed like the real factory),
 // GET /versions and GET /image/<id>/<version>/<artifact>. Requests no route
 // serves fail the test.
-package factorytest
+package imagefactorytest
 
 import (
 	"net/http"
@@ -24,7 +24,7 @@ func NewServer(tb testing.TB, versions ...string) *Server {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	f.OnUnhandled(func(method, path string) { tb.Errorf("factorytest: unhandled request %s %s", method, path) })
+	f.OnUnhandled(func(method, path string) { tb.Errorf("imagefactorytest: unhandled request %s %s", method, path) })
 	tb.Cleanup(func() { _ = f.Close() })
 	return &Server{Factory: f}
 }
