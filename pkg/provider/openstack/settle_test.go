@@ -27,7 +27,9 @@ import (
 // nth create (POST, 1-based) whose path ends with suffix is answered 504
 // at once, and reaches the lab only delay later, where it is applied (a
 // create applied after its client gave up), copies times (2: a twin, as a
-// create applied late besides the one sent again leaves). Every other
+// create applied late besides the one sent again leaves; both are applied
+// before the answer goes, so talosc's first look finds the twin whatever
+// the machine's load). Every other
 // request goes straight through. It counts the creates talosc sent.
 // (A client-side http.RoundTripper: the lab's catalog sends talosc
 // straight to the lab's own listener, so a server-side middleware in front
@@ -71,7 +73,11 @@ func (l *lateAt) RoundTrip(r *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	go l.apply(r.Clone(context.WithoutCancel(r.Context())), body)
+	if req := r.Clone(context.WithoutCancel(r.Context())); l.copies > 1 {
+		l.apply(req, body)
+	} else {
+		go l.apply(req, body)
+	}
 	return &http.Response{
 		Status: "504 Gateway Timeout", StatusCode: http.StatusGatewayTimeout, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 		Header: http.Header{"Content-Type": {"text/plain"}}, Body: io.NopCloser(strings.NewReader("gateway timeout")), Request: r,
