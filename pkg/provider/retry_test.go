@@ -129,6 +129,30 @@ func TestRetryTransport_NonReplayableBodyGetsOneAttempt(t *testing.T) {
 	}
 }
 
+func TestRetryTransport_ARepeatedRequestCarriesItsWholeBody(t *testing.T) {
+	var bodies []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		bodies = append(bodies, string(b))
+		if len(bodies) < 3 {
+			w.WriteHeader(http.StatusBadGateway)
+		}
+	}))
+	defer srv.Close()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPut, srv.URL+"/tags", strings.NewReader(`{"tags":["a"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := transport(http.DefaultTransport, false).RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if want := []string{`{"tags":["a"]}`, `{"tags":["a"]}`, `{"tags":["a"]}`}; fmt.Sprint(bodies) != fmt.Sprint(want) {
+		t.Errorf("the service read the bodies %q, want %q", bodies, want)
+	}
+}
+
 func TestRetryTransport_RefusedConnectionIsRetriedForPOST(t *testing.T) {
 	l, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
