@@ -209,6 +209,11 @@ type Machine struct {
 	Flavor string `json:"flavor,omitempty"`
 	DiskGB int    `json:"diskGB,omitempty"`
 	Zone   string `json:"zone,omitempty"`
+	// Kind is the change kind of the machine itself (Cloud.MachineKind).
+	Kind string `json:"kind,omitempty"`
+	// Stopped is the provider reporting the machine powered off (Proxmox
+	// status "stopped", OpenStack SHUTOFF).
+	Stopped bool `json:"stopped,omitempty"`
 }
 
 // Inventory is every owned machine of one cluster.
@@ -316,4 +321,8 @@ type Cloud interface {
 	// Project is the credential's project name (OpenStack), "" if none;
 	// it becomes the ncsa/project node label.
 	Project() string
+	// MachineKind is the change kind of the provider's machines
+	// ("openstack:server", "proxmox:vm"): every Machine's Kind, and the
+	// Kind of every change that creates or deletes one.
+	MachineKind() string
 }

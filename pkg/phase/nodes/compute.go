@@ -37,7 +37,7 @@ func (r *run) createMachines(ctx context.Context) error {
 	if !r.obs.hasEndpoint() {
 		if r.in.DryRun {
 			for _, m := range missing {
-				r.plan.Record(state.Change{Action: state.ActionCreate, Kind: r.cfg.Provider() + ":server", Name: m.Hostname, Detail: "after the network phase allocates the API endpoint"})
+				r.plan.Record(state.Change{Action: state.ActionCreate, Kind: r.cloud.MachineKind(), Name: m.Hostname, Detail: "after the network phase allocates the API endpoint"})
 			}
 			return nil
 		}

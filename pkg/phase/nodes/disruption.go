@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 
 	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/kube"
@@ -37,17 +36,18 @@ func (r *run) roles() nodeRoles {
 func (r *run) classified(changes []state.Change) []state.Change {
 	roles := r.roles()
 	for i := range changes {
-		changes[i] = classify(changes[i], roles, r.upAtDiscover)
+		changes[i] = classify(changes[i], r.cloud.MachineKind(), roles, r.upAtDiscover)
 	}
 	return changes
 }
 
 // classify decides the disruption of a change whose producer did not (a
 // provider's, a scale-down's) and the node it touches, from what the run
-// knows: the change, the nodes' roles, and whether the cluster is up. A
+// knows: the change, the provider's machine kind, the nodes' roles, and
+// whether the cluster is up. A
 // class its producer set is kept: only the producer knows, for instance,
 // whether an apply reboots the node on its running Talos version.
-func classify(c state.Change, roles nodeRoles, up bool) state.Change {
+func classify(c state.Change, machineKind string, roles nodeRoles, up bool) state.Change {
 	if c.Node == "" {
 		if _, ok := roles[c.Name]; ok {
 			c.Node = c.Name
@@ -68,21 +68,15 @@ func classify(c state.Change, roles nodeRoles, up bool) state.Change {
 		if controlPlane {
 			c.Disruption = state.DisruptionEtcdMembership
 		}
-	case isMachineKind(c.Kind) && c.Action == state.ActionDelete:
+	case c.Kind == machineKind && c.Action == state.ActionDelete:
 		c.Disruption = state.DisruptionRemove
-	case isMachineKind(c.Kind) && c.Action == state.ActionCreate && up && controlPlane:
+	case c.Kind == machineKind && c.Action == state.ActionCreate && up && controlPlane:
 		// A new control plane of a running cluster joins etcd.
 		c.Disruption = state.DisruptionEtcdMembership
 	default:
 		c.Disruption = state.DisruptionNone
 	}
 	return c
-}
-
-// isMachineKind reports a provider's machine kind ("openstack:server",
-// "proxmox:vm").
-func isMachineKind(kind string) bool {
-	return strings.HasSuffix(kind, ":server") || strings.HasSuffix(kind, ":vm")
 }
 
 // digest identifies what a plan depended on: the owned machines, the

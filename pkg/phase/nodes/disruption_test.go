@@ -1,6 +1,7 @@
 package nodes
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/talosc/talosc/pkg/config"
@@ -35,7 +36,12 @@ func TestClassify(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got := classify(tt.change, roles, tt.up)
+			// The machine kind of the provider whose change it is.
+			machineKind := "proxmox:vm"
+			if strings.HasPrefix(tt.change.Kind, "openstack:") {
+				machineKind = "openstack:server"
+			}
+			got := classify(tt.change, machineKind, roles, tt.up)
 			if got.Disruption != tt.want || got.Node != tt.wantNode {
 				t.Errorf("classify(%+v) = %q on %q, want %q on %q", tt.change, got.Disruption, got.Node, tt.want, tt.wantNode)
 			}

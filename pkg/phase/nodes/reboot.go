@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/talosc/talosc/pkg/config"
+	"github.com/talosc/talosc/pkg/provider"
 )
 
 // reboot restarts the machines whose sizing or NIC changes wait for a
@@ -69,7 +70,7 @@ func (r *run) restartOp(m config.Machine) (op, bool) {
 		provider: func(ctx context.Context) error {
 			if !r.in.DryRun {
 				var err error
-				if before, err = r.bootIDBefore(ctx, m, machine.Status); err != nil {
+				if before, err = r.bootIDBefore(ctx, m, machine); err != nil {
 					return err
 				}
 				r.in.Out.Info("restarting %s to apply its pending sizing or NIC changes", m.Hostname)
@@ -89,8 +90,8 @@ func (r *run) restartOp(m config.Machine) (op, bool) {
 // provider reports stopped. A running machine whose boot id cannot be
 // read is not restarted: its restart could not be told from its old boot
 // still answering.
-func (r *run) bootIDBefore(ctx context.Context, m config.Machine, status string) (string, error) {
-	if stoppedMachine(status) {
+func (r *run) bootIDBefore(ctx context.Context, m config.Machine, machine provider.Machine) (string, error) {
+	if machine.Stopped {
 		return "", nil
 	}
 	addr, ok := r.obs.address(m.Hostname)
@@ -103,13 +104,7 @@ func (r *run) bootIDBefore(ctx context.Context, m config.Machine, status string)
 	}
 	id, err := c.BootID(ctx, addr)
 	if err != nil {
-		return "", fmt.Errorf("the boot id of %s (provider status %q) could not be read, so its restart could not be told from its old boot: not restarting it: %w", m.Hostname, status, err)
+		return "", fmt.Errorf("the boot id of %s (provider status %q) could not be read, so its restart could not be told from its old boot: not restarting it: %w", m.Hostname, machine.Status, err)
 	}
 	return id, nil
-}
-
-// stoppedMachine reports a provider status of a machine that is not
-// running (Proxmox "stopped", OpenStack "SHUTOFF").
-func stoppedMachine(status string) bool {
-	return strings.EqualFold(status, "stopped") || strings.EqualFold(status, "SHUTOFF")
 }

@@ -401,15 +401,15 @@ func TestRestartNeedsTheBootIDOfARunningMachine(t *testing.T) {
 	t.Parallel()
 	r, f := upgradeRun(t, false, nil)
 	m := r.desired[0]
-	if id, err := r.bootIDBefore(t.Context(), m, "running"); err != nil || id != "0" {
+	if id, err := r.bootIDBefore(t.Context(), m, provider.Machine{Status: "running"}); err != nil || id != "0" {
 		t.Errorf("running, readable: %q, %v; want its boot id", id, err)
 	}
 	f.unknown = errors.New("rpc error: code = Unavailable")
-	if _, err := r.bootIDBefore(t.Context(), m, "running"); err == nil || !strings.Contains(err.Error(), "not restarting it") {
+	if _, err := r.bootIDBefore(t.Context(), m, provider.Machine{Status: "running"}); err == nil || !strings.Contains(err.Error(), "not restarting it") {
 		t.Errorf("running, unreadable: %v; want a refusal", err)
 	}
 	for _, stopped := range []string{"stopped", "SHUTOFF"} {
-		if id, err := r.bootIDBefore(t.Context(), m, stopped); err != nil || id != "" {
+		if id, err := r.bootIDBefore(t.Context(), m, provider.Machine{Status: stopped, Stopped: true}); err != nil || id != "" {
 			t.Errorf("%s: %q, %v; want no boot id and no refusal", stopped, id, err)
 		}
 	}

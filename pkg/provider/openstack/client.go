@@ -237,6 +237,9 @@ func Connect(ctx context.Context, cfg *config.Cluster, o Options) (*Cloud, error
 // Project is the application credential's project name.
 func (c *Cloud) Project() string { return c.project }
 
+// MachineKind is KindServer.
+func (c *Cloud) MachineKind() string { return KindServer }
+
 // newHTTPClient bounds every request attempt by o.RequestTimeout and
 // retries transient failures (see provider.RetryTransport); unless
 // allowHTTP, it refuses every plain http request before sending it (see

@@ -261,7 +261,7 @@ func plannedMachine(cluster *config.Cluster, j serverJob) provider.Machine {
 	m := j.spec.Machine
 	return provider.Machine{
 		Hostname: m.Hostname, Role: m.Role, Pool: m.Pool, Address: j.spec.Attachment.Address,
-		Flavor: j.flavor.Name, DiskGB: j.disk, Zone: cluster.OpenStack.AvailabilityZone,
+		Flavor: j.flavor.Name, DiskGB: j.disk, Zone: cluster.OpenStack.AvailabilityZone, Kind: KindServer,
 	}
 }
 

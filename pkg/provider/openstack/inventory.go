@@ -118,7 +118,10 @@ func isFirstDisk(device string) bool {
 
 // machineOf is a server as the phases see it; DiskGB is the caller's.
 func machineOf(s *servers.Server, cluster string) provider.Machine {
-	m := provider.Machine{Hostname: s.Name, ID: s.ID, Status: s.Status, Zone: s.AvailabilityZone, Flavor: flavorName(s.Flavor)}
+	m := provider.Machine{
+		Hostname: s.Name, ID: s.ID, Status: s.Status, Zone: s.AvailabilityZone, Flavor: flavorName(s.Flavor),
+		Kind: KindServer, Stopped: strings.EqualFold(s.Status, "SHUTOFF"),
+	}
 	if s.Tags != nil {
 		for _, t := range *s.Tags {
 			if v, ok := strings.CutPrefix(t, RoleTag("")); ok {

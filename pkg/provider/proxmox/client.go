@@ -204,3 +204,6 @@ func (c *Cloud) wait(ctx context.Context, what string, task *goproxmox.Task) err
 
 // Project is "" on Proxmox.
 func (c *Cloud) Project() string { return "" }
+
+// MachineKind is KindVM.
+func (c *Cloud) MachineKind() string { return KindVM }

@@ -95,7 +95,7 @@ func (c *Cloud) CreateMachines(ctx context.Context, cluster *config.Cluster, spe
 		m := j.spec.Machine
 		out := provider.Machine{
 			Hostname: m.Hostname, Role: m.Role, Pool: m.Pool, Status: "running", Zone: j.node, DiskGB: j.pool.Disk,
-			Address: j.spec.Attachment.Address,
+			Address: j.spec.Attachment.Address, Kind: KindVM,
 		}
 		if vms[i].vmid > 0 {
 			out.ID = strconv.Itoa(vms[i].vmid)

@@ -149,7 +149,10 @@ func (c *Cloud) Inventory(ctx context.Context, cluster *config.Cluster) (*provid
 // machineOf is an owned VM as the phases see it: ID is the VMID, Zone the
 // Proxmox node it runs on, DiskGB its boot disk.
 func machineOf(r vmResource, cluster *config.Cluster) provider.Machine {
-	m := provider.Machine{Hostname: r.Name, ID: strconv.Itoa(r.VMID), Status: r.Status, Zone: r.Node, DiskGB: int(r.MaxDisk >> 30)}
+	m := provider.Machine{
+		Hostname: r.Name, ID: strconv.Itoa(r.VMID), Status: r.Status, Zone: r.Node, DiskGB: int(r.MaxDisk >> 30),
+		Kind: KindVM, Stopped: strings.EqualFold(r.Status, "stopped"),
+	}
 	for _, t := range splitTags(r.Tags) {
 		if v, ok := strings.CutPrefix(t, "role_"); ok {
 			m.Role = v
