@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/version"
 
 	"github.com/talosc/talosc/pkg/ctxwait"
+	"github.com/talosc/talosc/pkg/kube/kubenode"
 )
 
 // Probe reports whether the API is up: it lists the nodes up to attempts
@@ -72,31 +73,9 @@ func (c *Client) ServerVersion(ctx context.Context) (string, error) {
 	return "", fmt.Errorf("%w (after %d attempts)", err, versionAttempts)
 }
 
-// Node is a Kubernetes Node as the nodes phase reads it.
-type Node struct {
-	Name           string `json:"name"`
-	Ready          bool   `json:"ready"`
-	KubeletVersion string `json:"kubeletVersion"`
-	// OSImage is the node's OS ("Talos (v1.13.8)").
-	OSImage string `json:"osImage,omitempty"`
-	// InternalIP is the node's first InternalIP address, "" when none.
-	InternalIP    string            `json:"internalIP,omitempty"`
-	Unschedulable bool              `json:"unschedulable,omitempty"`
-	Labels        map[string]string `json:"labels,omitempty"`
-	// Taints are the node's taints as kubectl writes them
-	// ("key=value:Effect", "key:Effect"), in the Node's order.
-	Taints []string `json:"taints,omitempty"`
-}
-
-// TalosVersion is the Talos release in OSImage ("Talos (v1.13.8)" →
-// "v1.13.8"); "" for another OS.
-func (n Node) TalosVersion() string {
-	v, ok := strings.CutPrefix(n.OSImage, "Talos (")
-	if !ok {
-		return ""
-	}
-	return strings.TrimSuffix(v, ")")
-}
+// Node is a Kubernetes Node as the nodes phase reads it (plain data in
+// kubenode, so the state document's types carry it without client-go).
+type Node = kubenode.Node
 
 // Nodes lists the cluster's nodes.
 func (c *Client) Nodes(ctx context.Context) ([]Node, error) {

@@ -14,6 +14,7 @@ import (
 	"github.com/talosc/talosc/pkg/cli"
 	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/phase"
+	"github.com/talosc/talosc/pkg/phase/sections"
 	"github.com/talosc/talosc/pkg/state"
 )
 
@@ -35,7 +36,7 @@ func (s *session) survey(ctx context.Context) (destroySurvey, error) {
 	if err == nil && res.code != 0 {
 		err = fmt.Errorf("tc-nodes status exited %d", res.code)
 	}
-	var out statusNodes
+	var out sections.Nodes
 	if err == nil {
 		err = sectionOutputs(res.doc, phase.Nodes, &out)
 	}
@@ -96,7 +97,7 @@ func (v destroySurvey) refusal(cfg *config.Cluster) error {
 // machines it listed again after the teardown are none. Anything else
 // (no report, machines left) keeps the identity.
 func destroyedAll(doc *state.Document) error {
-	var out statusNodes
+	var out sections.Nodes
 	if err := sectionOutputs(doc, phase.Nodes, &out); err != nil {
 		return &cli.ExitError{Code: cli.ExitFailure, Err: fmt.Errorf("the nodes phase did not report the machines left after the teardown (%w); %s and the client files were kept", err, config.TalosSecretsFile)}
 	}

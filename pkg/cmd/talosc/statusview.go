@@ -9,31 +9,9 @@ import (
 	"strings"
 
 	"github.com/talosc/talosc/pkg/config"
+	"github.com/talosc/talosc/pkg/phase/sections"
 	"github.com/talosc/talosc/pkg/ui"
 )
-
-// statusNodes is what status reads of the nodes section's report (the
-// fields of the nodes phase's outputs it shows).
-type statusNodes struct {
-	Machines []struct {
-		Hostname string `json:"hostname"`
-		Role     string `json:"role"`
-		Pool     string `json:"pool"`
-		Address  string `json:"address"`
-	} `json:"machines"`
-	Up                 bool   `json:"up"`
-	Bootstrapped       bool   `json:"bootstrapped"`
-	TalosEndpoint      string `json:"talosEndpoint"`
-	KubernetesEndpoint string `json:"kubernetesEndpoint"`
-	Nodes              []struct {
-		Name           string `json:"name"`
-		Ready          bool   `json:"ready"`
-		KubeletVersion string `json:"kubeletVersion"`
-		OSImage        string `json:"osImage"`
-		InternalIP     string `json:"internalIP"`
-		Unschedulable  bool   `json:"unschedulable"`
-	} `json:"nodes"`
-}
 
 // statusNet is what status reads of the net section's report.
 type statusNet struct {
@@ -53,7 +31,7 @@ type nodeRow struct{ name, role, pool, ready, talos, kube, address, cordoned str
 // then one row per node (desired, owned or in Kubernetes), then a line per
 // other section; -o yaml holds the details.
 func printStatus(w io.Writer, p *ui.Printer, rep Report, cfg *config.Cluster, dir string) {
-	var nodes statusNodes
+	var nodes sections.Nodes
 	var net statusNet
 	nodesSec, haveNodes := rep.Sections["nodes"]
 	nodesRead := haveNodes && decodeReport(nodesSec, &nodes)
@@ -104,7 +82,7 @@ func printStatus(w io.Writer, p *ui.Printer, rep Report, cfg *config.Cluster, di
 // nodeRows joins the desired machines, the owned ones and the Kubernetes
 // nodes, by name, in name order. What the run could not see reads
 // "unknown", never Ready.
-func nodeRows(n statusNodes, cfg *config.Cluster) []nodeRow {
+func nodeRows(n sections.Nodes, cfg *config.Cluster) []nodeRow {
 	// A machine that is not a Node: unknown when the API did not answer,
 	// "no node" when it answered without it.
 	absent := "unknown"
@@ -130,7 +108,9 @@ func nodeRows(n statusNodes, cfg *config.Cluster) []nodeRow {
 		r := row(m.Hostname)
 		r.ready = absent
 		r.role, r.pool = cmp.Or(r.role, m.Role), cmp.Or(r.pool, m.Pool)
-		r.address = m.Address
+		if m.Address.IsValid() {
+			r.address = m.Address.String()
+		}
 	}
 	for _, k := range n.Nodes {
 		r := row(k.Name)

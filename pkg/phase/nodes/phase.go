@@ -21,33 +21,9 @@ import (
 	"context"
 	"errors"
 
-	"github.com/talosc/talosc/pkg/kube"
 	"github.com/talosc/talosc/pkg/phase"
-	"github.com/talosc/talosc/pkg/provider"
 	"github.com/talosc/talosc/pkg/state"
 )
-
-// Outputs is the nodes section's outputs.
-type Outputs struct {
-	Provider string `json:"provider"`
-	// Machines are the owned machines after the run.
-	Machines []provider.Machine `json:"machines"`
-	// Up reports that the Kubernetes API answered.
-	Up bool `json:"up"`
-	// Bootstrapped reports that the cluster has a kubeconfig (it was
-	// bootstrapped by this run or an earlier one).
-	Bootstrapped bool `json:"bootstrapped"`
-	// TalosEndpoint is talosconfig's endpoint (a real control plane).
-	TalosEndpoint string `json:"talosEndpoint,omitempty"`
-	// KubernetesEndpoint is the API URL clients use.
-	KubernetesEndpoint string `json:"kubernetesEndpoint,omitempty"`
-	// Nodes are the Kubernetes nodes, when the API answered.
-	Nodes []kube.Node `json:"nodes,omitempty"`
-	// Observed, in a plan, is a digest of what the plan depended on (the
-	// owned machines, the nodes' versions and states): a saved plan is
-	// applied only while a fresh plan observes the same.
-	Observed string `json:"observed,omitempty"`
-}
 
 // Phase is the nodes phase.
 type Phase struct{}

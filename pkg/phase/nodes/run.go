@@ -5,6 +5,7 @@ import (
 
 	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/phase"
+	"github.com/talosc/talosc/pkg/phase/sections"
 	"github.com/talosc/talosc/pkg/provider"
 	"github.com/talosc/talosc/pkg/talos/identity"
 )
@@ -38,7 +39,7 @@ type run struct {
 	cfg   *config.Cluster
 	cloud provider.Cloud
 	plan  *provider.Plan
-	out   Outputs
+	out   sections.Nodes
 	// desired are the machines cluster.yaml describes, control planes first.
 	desired []config.Machine
 	id      *identity.Identity

@@ -9,6 +9,7 @@ import (
 	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/kube"
 	"github.com/talosc/talosc/pkg/phase"
+	"github.com/talosc/talosc/pkg/phase/sections"
 	"github.com/talosc/talosc/pkg/state"
 	"github.com/talosc/talosc/pkg/talos/identity"
 )
@@ -35,13 +36,13 @@ func (Phase) Destroy(ctx context.Context, in *phase.Input, sec *state.Section) e
 	err = cloud.DestroyMachines(ctx, in.Config, inv, plan)
 	sec.Plan = plan.Changes()
 	if err != nil || in.DryRun {
-		return errors.Join(err, sec.SetOutputs(Outputs{Provider: in.Config.Provider(), Machines: inv.Machines}))
+		return errors.Join(err, sec.SetOutputs(sections.Nodes{Provider: in.Config.Provider(), Machines: inv.Machines}))
 	}
 	left, err := cloud.Inventory(ctx, in.Config)
 	if err != nil {
 		return fmt.Errorf("list the owned machines again after the teardown: %w", err)
 	}
-	if err := sec.SetOutputs(Outputs{Provider: in.Config.Provider(), Machines: left.Machines}); err != nil {
+	if err := sec.SetOutputs(sections.Nodes{Provider: in.Config.Provider(), Machines: left.Machines}); err != nil {
 		return err
 	}
 	if len(left.Machines) > 0 {
@@ -60,7 +61,7 @@ func (Phase) Status(ctx context.Context, in *phase.Input, sec *state.Section) er
 	if err != nil {
 		return err
 	}
-	out := Outputs{Provider: in.Config.Provider(), Machines: inv.Machines}
+	out := sections.Nodes{Provider: in.Config.Provider(), Machines: inv.Machines}
 	if path, ok := phase.ClientFile(in.Config, config.TalosconfigFile); ok {
 		if ep, ok, _ := identity.ReadTalosconfigEndpoint(path); ok {
 			out.TalosEndpoint = ep
