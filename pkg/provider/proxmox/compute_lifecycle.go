@@ -83,44 +83,49 @@ func (c *Cloud) FinalizeMachines(ctx context.Context, cluster *config.Cluster, i
 		return err
 	}
 	errs = provider.FanOut(ctx, len(vms), func(ctx context.Context, i int) error {
-		vm := vms[i]
-		conf, err := c.readConfig(ctx, vm.host, vm.node, vm.vmid)
-		if err != nil {
-			return err
-		}
-		volid := cidataVolID(cluster, vm.host)
-		var detach []string
-		if m := conf["ide2"]; m != "" && !strings.HasPrefix(m, "none,") {
-			detach = append(detach, "ide2")
-		}
-		if strings.HasPrefix(conf["ide3"], volid) {
-			detach = append(detach, "ide3")
-		}
-		stored := slices.Contains(isos[slices.Index(nodes, vm.node)], volid)
-		if len(detach) == 0 && !stored {
-			return nil
-		}
-		var detail []string
-		if len(detach) > 0 {
-			detail = append(detail, "detach "+strings.Join(detach, ", "))
-		}
-		if stored {
-			detail = append(detail, "delete "+volid)
-		}
-		change := state.Change{Action: state.ActionDelete, Kind: KindCidata, Name: vm.host, Detail: strings.Join(detail, " and ")}
-		return plan.Do(ctx, change, func(ctx context.Context) error {
-			if len(detach) > 0 {
-				if err := c.putConfig(ctx, vm, map[string]string{"delete": strings.Join(detach, ",")}); err != nil {
-					return fmt.Errorf("detach %s: %w", strings.Join(detach, ", "), err)
-				}
-			}
-			if !stored {
-				return nil
-			}
-			return c.deleteCidata(ctx, cluster, vm.node, vm.host)
-		})
+		return c.finalizeVM(ctx, cluster, plan, vms[i], isos[slices.Index(nodes, vms[i].node)])
 	})
 	return errors.Join(errs...)
+}
+
+// finalizeVM detaches the boot cdrom and the cidata ISO of one VM and
+// deletes the ISO when its node's storage (nodeISOs) still holds it.
+func (c *Cloud) finalizeVM(ctx context.Context, cluster *config.Cluster, plan *provider.Plan, vm vmTarget, nodeISOs []string) error {
+	conf, err := c.readConfig(ctx, vm.host, vm.node, vm.vmid)
+	if err != nil {
+		return err
+	}
+	volid := cidataVolID(cluster, vm.host)
+	var detach []string
+	if m := conf["ide2"]; m != "" && !strings.HasPrefix(m, "none,") {
+		detach = append(detach, "ide2")
+	}
+	if strings.HasPrefix(conf["ide3"], volid) {
+		detach = append(detach, "ide3")
+	}
+	stored := slices.Contains(nodeISOs, volid)
+	if len(detach) == 0 && !stored {
+		return nil
+	}
+	var detail []string
+	if len(detach) > 0 {
+		detail = append(detail, "detach "+strings.Join(detach, ", "))
+	}
+	if stored {
+		detail = append(detail, "delete "+volid)
+	}
+	change := state.Change{Action: state.ActionDelete, Kind: KindCidata, Name: vm.host, Detail: strings.Join(detail, " and ")}
+	return plan.Do(ctx, change, func(ctx context.Context) error {
+		if len(detach) > 0 {
+			if err := c.putConfig(ctx, vm, map[string]string{"delete": strings.Join(detach, ",")}); err != nil {
+				return fmt.Errorf("detach %s: %w", strings.Join(detach, ", "), err)
+			}
+		}
+		if !stored {
+			return nil
+		}
+		return c.deleteCidata(ctx, cluster, vm.node, vm.host)
+	})
 }
 
 // listISOs lists the ISO volumes of cidata_storage on node.

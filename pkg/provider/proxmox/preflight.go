@@ -232,36 +232,11 @@ func (c *Cloud) storages(ctx context.Context, px *config.Proxmox, env *Environme
 		{"proxmox.iso_storage", px.ISOStorage, "iso", &env.ISOStorage},
 		{"proxmox.cidata_storage", px.CIDataStorage, "iso", &env.CIDataStorage},
 	}
-	seen := map[string]*goproxmox.Storage{} // by id, from any node
-	reaches := map[string]map[string]bool{} // node -> storage ids it reaches (enabled)
-	for _, n := range candidates {
-		var list []*goproxmox.Storage
-		if err := c.client.Get(ctx, "/nodes/"+n.Name+"/storage", &list); err != nil {
-			return fmt.Errorf("proxmox: list the storages of node %s: %w", n.Name, err)
-		}
-		reaches[n.Name] = map[string]bool{}
-		for _, st := range list {
-			seen[st.Name] = st
-			reaches[n.Name][st.Name] = st.Enabled == 1
-		}
+	seen, reaches, err := c.nodeStorages(ctx, candidates)
+	if err != nil {
+		return err
 	}
-	var problems []error
-	for _, r := range roles {
-		st := seen[r.id]
-		switch {
-		case st == nil:
-			problems = append(problems, fmt.Errorf("%s: storage %q does not exist on any candidate node (or the token lacks Datastore.Audit on /storage/%s); pick an existing storage", r.key, r.id, r.id))
-			continue
-		case st.Enabled != 1:
-			problems = append(problems, fmt.Errorf("%s: storage %q is disabled; enable it or pick another storage", r.key, r.id))
-			continue
-		}
-		content := strings.Split(st.Content, ",")
-		if !slices.Contains(content, r.content) {
-			problems = append(problems, fmt.Errorf("%s: storage %q does not hold %q content (it holds %s); add %s to its content or pick another storage", r.key, r.id, r.content, st.Content, r.content))
-		}
-		*r.into = Storage{ID: r.id, Type: st.Type, Content: content, Shared: st.Shared == 1}
-	}
+	problems := checkStorageRoles(roles, seen)
 	if env.CIDataStorage.Shared {
 		problems = append(problems, fmt.Errorf("proxmox.cidata_storage: storage %q is shared; the per-VM cidata ISOs need node-local storage (e.g. local)", px.CIDataStorage))
 	}
@@ -289,6 +264,49 @@ func (c *Cloud) storages(ctx context.Context, px *config.Proxmox, env *Environme
 		return fmt.Errorf("proxmox: no online node reaches all of %s, %s and %s; set proxmox.nodes or make the storages available", px.Storage, px.ISOStorage, px.CIDataStorage)
 	}
 	return nil
+}
+
+// nodeStorages lists the storages of every candidate node: each storage
+// by id (from any node), and by node the storage ids it reaches (true
+// when enabled there).
+func (c *Cloud) nodeStorages(ctx context.Context, candidates []Node) (map[string]*goproxmox.Storage, map[string]map[string]bool, error) {
+	seen := map[string]*goproxmox.Storage{}
+	reaches := map[string]map[string]bool{}
+	for _, n := range candidates {
+		var list []*goproxmox.Storage
+		if err := c.client.Get(ctx, "/nodes/"+n.Name+"/storage", &list); err != nil {
+			return nil, nil, fmt.Errorf("proxmox: list the storages of node %s: %w", n.Name, err)
+		}
+		reaches[n.Name] = map[string]bool{}
+		for _, st := range list {
+			seen[st.Name] = st
+			reaches[n.Name][st.Name] = st.Enabled == 1
+		}
+	}
+	return seen, reaches, nil
+}
+
+// checkStorageRoles checks that each role's storage exists, is enabled
+// and holds the role's content, and fills the role's Environment field.
+func checkStorageRoles(roles []storageRole, seen map[string]*goproxmox.Storage) []error {
+	var problems []error
+	for _, r := range roles {
+		st := seen[r.id]
+		switch {
+		case st == nil:
+			problems = append(problems, fmt.Errorf("%s: storage %q does not exist on any candidate node (or the token lacks Datastore.Audit on /storage/%s); pick an existing storage", r.key, r.id, r.id))
+			continue
+		case st.Enabled != 1:
+			problems = append(problems, fmt.Errorf("%s: storage %q is disabled; enable it or pick another storage", r.key, r.id))
+			continue
+		}
+		content := strings.Split(st.Content, ",")
+		if !slices.Contains(content, r.content) {
+			problems = append(problems, fmt.Errorf("%s: storage %q does not hold %q content (it holds %s); add %s to its content or pick another storage", r.key, r.id, r.content, st.Content, r.content))
+		}
+		*r.into = Storage{ID: r.id, Type: st.Type, Content: content, Shared: st.Shared == 1}
+	}
+	return problems
 }
 
 // requirement is the privileges talosc needs on one ACL path.

@@ -163,46 +163,68 @@ func ownSDN(cluster *config.Cluster) sdnIDs {
 // reported by the returned bool. With destroying, the cluster's own
 // objects may be pending anything (destroy deletes them anyway).
 func pendingCheck(v *sdnView, own sdnIDs, destroying bool) (resumable bool, err error) {
-	var foreign, refused []string
-	see := func(what, id, state string, mine bool) {
-		switch {
-		case state == "":
-		case !mine:
-			foreign = append(foreign, fmt.Sprintf("%s %s %s", what, id, state))
-		case state == sdnNew || destroying:
-			resumable = true
-		default:
-			refused = append(refused, fmt.Sprintf("%s %s (%s)", what, id, state))
-		}
+	if err := sharedControllerPending(v, own); err != nil {
+		return false, err
 	}
+	p := pendingSort{destroying: destroying}
 	for _, id := range sortedKeys(v.controllers) {
-		o := v.controllers[id]
-		if id == own.controller && o.state != sdnNew && o.state != "" {
-			return false, fmt.Errorf("refusing to commit pending SDN state on the shared controller %s (%s); apply or revert it in Datacenter > SDN first", id, o.state)
-		}
-		see("controller", id, o.state, id == own.controller)
+		p.see("controller", id, v.controllers[id].state, id == own.controller)
 	}
 	for _, id := range sortedKeys(v.zones) {
-		see("zone", id, v.zones[id].state, id == own.zone)
+		p.see("zone", id, v.zones[id].state, id == own.zone)
 	}
 	for _, id := range sortedKeys(v.vnets) {
-		see("vnet", id, v.vnets[id].state, id == own.vnet)
+		p.see("vnet", id, v.vnets[id].state, id == own.vnet)
 	}
 	for _, vnet := range sortedKeys(v.subnets) {
 		for _, id := range sortedKeys(v.subnets[vnet]) {
-			see("subnet", id, v.subnets[vnet][id].state, vnet == own.vnet && id == own.subnet)
+			p.see("subnet", id, v.subnets[vnet][id].state, vnet == own.vnet && id == own.subnet)
 		}
 	}
-	if len(foreign) > 0 {
+	if len(p.foreign) > 0 {
 		return false, fmt.Errorf("unapplied Proxmox SDN changes exist (%s); talosc never commits another administrator's SDN changes: apply or revert them in Datacenter > SDN, then run again",
-			strings.Join(foreign, ", "))
+			strings.Join(p.foreign, ", "))
 	}
-	if len(refused) > 0 {
+	if len(p.refused) > 0 {
 		return false, fmt.Errorf("refusing to commit pending SDN state on the cluster's own %s; apply or revert it in Datacenter > SDN (never commit staged deletions under running VMs)",
-			strings.Join(refused, ", "))
+			strings.Join(p.refused, ", "))
 	}
-	return resumable, nil
+	return p.resumable, nil
 }
+
+// sharedControllerPending refuses pending changes or deletions on the
+// cluster's controller, which other zones share.
+func sharedControllerPending(v *sdnView, own sdnIDs) error {
+	o, ok := v.controllers[own.controller]
+	if !ok || o.state == sdnNew || o.state == "" {
+		return nil
+	}
+	return fmt.Errorf("refusing to commit pending SDN state on the shared controller %s (%s); apply or revert it in Datacenter > SDN first", own.controller, o.state)
+}
+
+// pendingSort collects pendingCheck's verdicts, one SDN object at a time.
+type pendingSort struct {
+	destroying       bool
+	foreign, refused []string
+	resumable        bool
+}
+
+// see sorts one object by its pending state and whether it is the
+// cluster's own.
+func (p *pendingSort) see(what, id, state string, mine bool) {
+	switch {
+	case state == "":
+	case !mine:
+		p.foreign = append(p.foreign, fmt.Sprintf("%s %s %s", what, id, state))
+	case state == sdnNew || p.destroying:
+		p.resumable = true
+	default:
+		p.refused = append(p.refused, fmt.Sprintf("%s %s (%s)", what, id, state))
+	}
+}
+
+// sdnKey is the cluster.yaml key of the managed SDN, named in errors.
+const sdnKey = "proxmox.network.cluster.sdn"
 
 // checkAdoption refuses VNI collisions and SDN objects talosc may not
 // take over: a VNet without the cluster's alias, a zone that is not EVPN,
@@ -210,16 +232,27 @@ func pendingCheck(v *sdnView, own sdnIDs, destroying bool) (resumable bool, err 
 // VRF.
 func checkAdoption(v *sdnView, own sdnIDs, cluster *config.Cluster) error {
 	s := cluster.Proxmox.Network.Cluster.SDN
-	const p = "proxmox.network.cluster.sdn"
-	var problems []string
 	vrf, tag := strconv.Itoa(s.VRFTag), strconv.Itoa(s.Tag)
+	problems := vxlanCollisions(v, own, vrf, tag)
+	problems = append(problems, ownVNetProblems(v, own, cluster.Name)...)
+	problems = append(problems, ownZoneProblems(v, own, vrf)...)
+	if len(problems) > 0 {
+		return fmt.Errorf("proxmox: managed SDN: %s", strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// vxlanCollisions names the other EVPN zones and VXLAN/EVPN VNets that
+// already use the cluster's VRF VXLAN id or VNet tag.
+func vxlanCollisions(v *sdnView, own sdnIDs, vrf, tag string) []string {
+	var problems []string
 	for _, id := range sortedKeys(v.zones) {
 		z := v.zones[id]
 		if id == own.zone || !z.exists() || z.eff["type"] != config.SDNZoneEVPN {
 			continue
 		}
 		if x := z.eff["vrf-vxlan"]; x == vrf || x == tag {
-			problems = append(problems, fmt.Sprintf("VXLAN id %s is already the vrf-vxlan of zone %s; set explicit %s.vrf_tag/tag", x, id, p))
+			problems = append(problems, fmt.Sprintf("VXLAN id %s is already the vrf-vxlan of zone %s; set explicit %s.vrf_tag/tag", x, id, sdnKey))
 		}
 	}
 	for _, id := range sortedKeys(v.vnets) {
@@ -232,36 +265,50 @@ func checkAdoption(v *sdnView, own sdnIDs, cluster *config.Cluster) error {
 			zt = z.eff["type"]
 		}
 		if x := vn.eff["tag"]; (zt == "evpn" || zt == "vxlan") && (x == vrf || x == tag) {
-			problems = append(problems, fmt.Sprintf("VXLAN id %s is already the tag of VNet %s; set explicit %s.vrf_tag/tag", x, id, p))
+			problems = append(problems, fmt.Sprintf("VXLAN id %s is already the tag of VNet %s; set explicit %s.vrf_tag/tag", x, id, sdnKey))
 		}
 	}
-	if vn := v.vnets[own.vnet]; vn.exists() {
-		if vn.eff["alias"] != SDNAlias(cluster.Name) {
-			problems = append(problems, fmt.Sprintf("VNet %s exists without talosc's alias %q, so it is not this cluster's; pick another %s.name or remove it", own.vnet, SDNAlias(cluster.Name), p))
-		} else if vn.eff["zone"] != own.zone {
-			problems = append(problems, fmt.Sprintf("VNet %s is in zone %s, not %s; remove it or pick another %s.name", own.vnet, vn.eff["zone"], own.zone, p))
+	return problems
+}
+
+// ownVNetProblems refuses an existing VNet of the cluster's name that
+// lacks the cluster's alias or sits in another zone.
+func ownVNetProblems(v *sdnView, own sdnIDs, cluster string) []string {
+	vn := v.vnets[own.vnet]
+	switch {
+	case !vn.exists():
+		return nil
+	case vn.eff["alias"] != SDNAlias(cluster):
+		return []string{fmt.Sprintf("VNet %s exists without talosc's alias %q, so it is not this cluster's; pick another %s.name or remove it", own.vnet, SDNAlias(cluster), sdnKey)}
+	case vn.eff["zone"] != own.zone:
+		return []string{fmt.Sprintf("VNet %s is in zone %s, not %s; remove it or pick another %s.name", own.vnet, vn.eff["zone"], own.zone, sdnKey)}
+	}
+	return nil
+}
+
+// ownZoneProblems refuses an existing zone of the cluster's name that is
+// not EVPN, holds VNets talosc does not manage, or (without the cluster's
+// VNet) has another controller or VRF.
+func ownZoneProblems(v *sdnView, own sdnIDs, vrf string) []string {
+	z := v.zones[own.zone]
+	if !z.exists() {
+		return nil
+	}
+	var others []string
+	for _, id := range sortedKeys(v.vnets) {
+		if vn := v.vnets[id]; id != own.vnet && vn.exists() && vn.eff["zone"] == own.zone {
+			others = append(others, id)
 		}
 	}
-	if z := v.zones[own.zone]; z.exists() {
-		var others []string
-		for _, id := range sortedKeys(v.vnets) {
-			if vn := v.vnets[id]; id != own.vnet && vn.exists() && vn.eff["zone"] == own.zone {
-				others = append(others, id)
-			}
-		}
-		ourVNet := v.vnets[own.vnet].exists()
-		switch {
-		case z.eff["type"] != config.SDNZoneEVPN:
-			problems = append(problems, fmt.Sprintf("zone %s exists and is a %s zone, not EVPN; pick another %s.name", own.zone, z.eff["type"], p))
-		case len(others) > 0:
-			problems = append(problems, fmt.Sprintf("zone %s holds VNets talosc does not manage (%s); pick another %s.name", own.zone, strings.Join(others, ", "), p))
-		case !ourVNet && (z.eff["controller"] != own.controller || z.eff["vrf-vxlan"] != vrf):
-			problems = append(problems, fmt.Sprintf("zone %s exists (controller %s, vrf-vxlan %s) and does not match this cluster's (controller %s, vrf-vxlan %s); pick another %s.name or remove the zone",
-				own.zone, z.eff["controller"], z.eff["vrf-vxlan"], own.controller, vrf, p))
-		}
-	}
-	if len(problems) > 0 {
-		return fmt.Errorf("proxmox: managed SDN: %s", strings.Join(problems, "; "))
+	ourVNet := v.vnets[own.vnet].exists()
+	switch {
+	case z.eff["type"] != config.SDNZoneEVPN:
+		return []string{fmt.Sprintf("zone %s exists and is a %s zone, not EVPN; pick another %s.name", own.zone, z.eff["type"], sdnKey)}
+	case len(others) > 0:
+		return []string{fmt.Sprintf("zone %s holds VNets talosc does not manage (%s); pick another %s.name", own.zone, strings.Join(others, ", "), sdnKey)}
+	case !ourVNet && (z.eff["controller"] != own.controller || z.eff["vrf-vxlan"] != vrf):
+		return []string{fmt.Sprintf("zone %s exists (controller %s, vrf-vxlan %s) and does not match this cluster's (controller %s, vrf-vxlan %s); pick another %s.name or remove the zone",
+			own.zone, z.eff["controller"], z.eff["vrf-vxlan"], own.controller, vrf, sdnKey)}
 	}
 	return nil
 }

@@ -45,17 +45,9 @@ func (c *Cloud) clusterNodes(ctx context.Context) ([]clusterNode, error) {
 // an earlier run. It refuses, before any mutation, other administrators'
 // pending changes, VNI collisions and objects it may not adopt.
 func (c *Cloud) reconcileSDN(ctx context.Context, cluster *config.Cluster, env *Environment, plan *provider.Plan) error {
-	s := cluster.Proxmox.Network.Cluster.SDN
 	own := ownSDN(cluster)
-	v, err := c.readSDN(ctx)
+	v, resumable, err := c.readSDNToReconcile(ctx, own, cluster)
 	if err != nil {
-		return err
-	}
-	resumable, err := pendingCheck(v, own, false)
-	if err != nil {
-		return err
-	}
-	if err := checkAdoption(v, own, cluster); err != nil {
 		return err
 	}
 	nodes, err := c.clusterNodes(ctx)
@@ -71,26 +63,50 @@ func (c *Cloud) reconcileSDN(ctx context.Context, cluster *config.Cluster, env *
 		staged = true
 		return plan.Do(ctx, ch, fn)
 	}
-	// The controller: created when missing, otherwise used as it is.
-	switch ctl := v.controllers[own.controller]; {
-	case !ctl.exists():
-		var peers []string
-		for _, n := range nodes {
-			if n.IP != "" {
-				peers = append(peers, n.IP)
-			}
-		}
-		body := map[string]any{"controller": own.controller, "type": "evpn", "asn": s.ASN, "peers": strings.Join(peers, ",")}
-		if err := do(state.Change{Action: state.ActionCreate, Kind: KindSDNController, Name: own.controller, Detail: fmt.Sprintf("asn %d, peers %s", s.ASN, body["peers"])},
-			func(ctx context.Context) error {
-				return c.createSDN(ctx, "/cluster/sdn/controllers", "controller", own.controller, body)
-			}); err != nil {
+	if err := c.stageSDN(v, own, cluster, nodes, zone, do); err != nil {
+		return err
+	}
+	changed := staged || resumable
+	if changed {
+		if err := c.applySDN(ctx, plan); err != nil {
 			return err
 		}
-	case ctl.eff["type"] != "evpn":
-		return fmt.Errorf("proxmox.network.cluster.sdn.controller: controller %s is a %s controller, not EVPN; pick an EVPN controller", own.controller, ctl.eff["type"])
-	case ctl.eff["asn"] != strconv.FormatInt(s.ASN, 10):
-		c.opts.Logf("warning: SDN controller %s has ASN %s, not proxmox.network.cluster.sdn.asn %d; it is shared and used as it is", own.controller, ctl.eff["asn"], s.ASN)
+	}
+	if plan.DryRun && changed {
+		return nil // nothing was applied, so there is no bridge to verify yet
+	}
+	return c.verifyVNet(ctx, own.vnet, env)
+}
+
+// stageFunc records one SDN change through the plan and runs it unless
+// the run is dry.
+type stageFunc func(state.Change, func(context.Context) error) error
+
+// readSDNToReconcile reads the SDN configuration and refuses, before any
+// mutation, other administrators' pending changes, VNI collisions and
+// objects talosc may not adopt. It reports whether the cluster's own
+// objects are staged but not applied (an earlier run to resume).
+func (c *Cloud) readSDNToReconcile(ctx context.Context, own sdnIDs, cluster *config.Cluster) (*sdnView, bool, error) {
+	v, err := c.readSDN(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	resumable, err := pendingCheck(v, own, false)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := checkAdoption(v, own, cluster); err != nil {
+		return nil, false, err
+	}
+	return v, resumable, nil
+}
+
+// stageSDN stages the controller (when missing), the zone, the VNet and
+// the subnet as cluster.yaml wants them.
+func (c *Cloud) stageSDN(v *sdnView, own sdnIDs, cluster *config.Cluster, nodes []clusterNode, zone map[string]string, do stageFunc) error {
+	s := cluster.Proxmox.Network.Cluster.SDN
+	if err := c.ensureController(v.controllers[own.controller], own.controller, s.ASN, nodes, do); err != nil {
+		return err
 	}
 	if err := c.ensureSDN(v.zones[own.zone], KindSDNZone, own.zone, "/cluster/sdn/zones", "zone", zone, do); err != nil {
 		return err
@@ -100,33 +116,44 @@ func (c *Cloud) reconcileSDN(ctx context.Context, cluster *config.Cluster, env *
 		return err
 	}
 	gw, _ := cluster.SDNGateway()
-	subnet := map[string]string{"gateway": gw.String(), "snat": "1"}
 	subnets := "/cluster/sdn/vnets/" + url.PathEscape(own.vnet) + "/subnets"
 	if sub := v.subnets[own.vnet][own.subnet]; sub.exists() {
-		err = c.ensureSDN(sub, KindSDNSubnet, own.subnet, subnets, "subnet", subnet, do)
-	} else {
-		body := map[string]any{"subnet": own.cidr, "type": "subnet", "gateway": gw.String(), "snat": 1}
-		err = do(state.Change{Action: state.ActionCreate, Kind: KindSDNSubnet, Name: own.subnet, Detail: own.cidr + " gateway " + gw.String()},
-			func(ctx context.Context) error { return c.createSDN(ctx, subnets, "subnet", own.subnet, body) })
+		subnet := map[string]string{"gateway": gw.String(), "snat": "1"}
+		return c.ensureSDN(sub, KindSDNSubnet, own.subnet, subnets, "subnet", subnet, do)
 	}
-	if err != nil {
-		return err
-	}
-	if staged || resumable {
-		if err := c.applySDN(ctx, plan); err != nil {
-			return err
+	body := map[string]any{"subnet": own.cidr, "type": "subnet", "gateway": gw.String(), "snat": 1}
+	return do(state.Change{Action: state.ActionCreate, Kind: KindSDNSubnet, Name: own.subnet, Detail: own.cidr + " gateway " + gw.String()},
+		func(ctx context.Context) error { return c.createSDN(ctx, subnets, "subnet", own.subnet, body) })
+}
+
+// ensureController creates the EVPN controller when missing, peering
+// every cluster node; an existing one is shared and used as it is.
+func (c *Cloud) ensureController(ctl *sdnObj, id string, asn int64, nodes []clusterNode, do stageFunc) error {
+	switch {
+	case !ctl.exists():
+		var peers []string
+		for _, n := range nodes {
+			if n.IP != "" {
+				peers = append(peers, n.IP)
+			}
 		}
+		body := map[string]any{"controller": id, "type": "evpn", "asn": asn, "peers": strings.Join(peers, ",")}
+		return do(state.Change{Action: state.ActionCreate, Kind: KindSDNController, Name: id, Detail: fmt.Sprintf("asn %d, peers %s", asn, body["peers"])},
+			func(ctx context.Context) error {
+				return c.createSDN(ctx, "/cluster/sdn/controllers", "controller", id, body)
+			})
+	case ctl.eff["type"] != "evpn":
+		return fmt.Errorf("proxmox.network.cluster.sdn.controller: controller %s is a %s controller, not EVPN; pick an EVPN controller", id, ctl.eff["type"])
+	case ctl.eff["asn"] != strconv.FormatInt(asn, 10):
+		c.opts.Logf("warning: SDN controller %s has ASN %s, not proxmox.network.cluster.sdn.asn %d; it is shared and used as it is", id, ctl.eff["asn"], asn)
 	}
-	if plan.DryRun && (staged || resumable) {
-		return nil // nothing was applied, so there is no bridge to verify yet
-	}
-	return c.verifyVNet(ctx, own.vnet, env)
+	return nil
 }
 
 // ensureSDN creates an object missing from the effective config, or
 // updates the fields of want that drifted (node lists compared as sets);
 // fields the cluster no longer sets are left as they are.
-func (c *Cloud) ensureSDN(cur *sdnObj, kind, id, base, idKey string, want map[string]string, do func(state.Change, func(context.Context) error) error) error {
+func (c *Cloud) ensureSDN(cur *sdnObj, kind, id, base, idKey string, want map[string]string, do stageFunc) error {
 	if !cur.exists() {
 		body := map[string]any{idKey: id}
 		for k, v := range want {
@@ -183,17 +210,7 @@ func describe(m map[string]string) string {
 // carries) and warns about offline exit nodes.
 func desiredZone(cluster *config.Cluster, v *sdnView, nodes []clusterNode, env *Environment, logf func(string, ...any)) (map[string]string, error) {
 	s := cluster.Proxmox.Network.Cluster.SDN
-	exit := s.ExitNodes
-	if len(exit) == 0 { // every cluster node, offline included
-		for _, n := range nodes {
-			exit = append(exit, n.Name)
-		}
-		exit = nodeSet(strings.Join(exit, ","))
-	}
-	primary := s.PrimaryExitNode
-	if primary == "" && len(exit) > 0 {
-		primary = exit[0]
-	}
+	exit, primary := exitNodes(s, nodes)
 	zone := map[string]string{
 		"type": "evpn", "controller": s.Controller, "vrf-vxlan": strconv.Itoa(s.VRFTag),
 		"exitnodes": strings.Join(nodeSet(strings.Join(exit, ",")), ","), "exitnodes-primary": primary,
@@ -202,24 +219,11 @@ func desiredZone(cluster *config.Cluster, v *sdnView, nodes []clusterNode, env *
 	if s.MTU > 0 {
 		zone["mtu"] = strconv.Itoa(s.MTU)
 	}
-	restrict := s.Nodes
 	if len(s.Nodes) > 0 {
 		zone["nodes"] = strings.Join(nodeSet(strings.Join(s.Nodes, ",")), ",")
-	} else if z := v.zones[s.Name]; z.exists() && z.eff["nodes"] != "" {
-		restrict = nodeSet(z.eff["nodes"])
-		logf("warning: SDN zone %s is still restricted to nodes %s, which cluster.yaml no longer sets; talosc does not unset it", s.Name, z.eff["nodes"])
 	}
-	if len(restrict) > 0 {
-		var outside []string
-		for _, n := range env.Nodes {
-			if !slices.Contains(restrict, n.Name) {
-				outside = append(outside, n.Name)
-			}
-		}
-		if len(outside) > 0 {
-			return nil, fmt.Errorf("proxmox.network.cluster.sdn.nodes: compute node(s) %s are outside SDN zone %s (nodes %s); add them to the zone's nodes or restrict proxmox.nodes",
-				strings.Join(outside, ", "), s.Name, strings.Join(restrict, ","))
-		}
+	if err := checkZoneNodes(s, v, env, logf); err != nil {
+		return nil, err
 	}
 	for _, n := range nodes {
 		if n.Online == 0 && slices.Contains(exit, n.Name) {
@@ -231,6 +235,49 @@ func desiredZone(cluster *config.Cluster, v *sdnView, nodes []clusterNode, env *
 		}
 	}
 	return zone, nil
+}
+
+// exitNodes are the zone's exit nodes (cluster.yaml's, or every cluster
+// node, offline included) and its primary one (cluster.yaml's, or the
+// first).
+func exitNodes(s *config.SDN, nodes []clusterNode) (exit []string, primary string) {
+	exit = s.ExitNodes
+	if len(exit) == 0 {
+		for _, n := range nodes {
+			exit = append(exit, n.Name)
+		}
+		exit = nodeSet(strings.Join(exit, ","))
+	}
+	primary = s.PrimaryExitNode
+	if primary == "" && len(exit) > 0 {
+		primary = exit[0]
+	}
+	return exit, primary
+}
+
+// checkZoneNodes refuses compute nodes outside the zone's nodes:
+// cluster.yaml's, or (with a warning) those an applied zone still
+// carries.
+func checkZoneNodes(s *config.SDN, v *sdnView, env *Environment, logf func(string, ...any)) error {
+	restrict := s.Nodes
+	if z := v.zones[s.Name]; len(s.Nodes) == 0 && z.exists() && z.eff["nodes"] != "" {
+		restrict = nodeSet(z.eff["nodes"])
+		logf("warning: SDN zone %s is still restricted to nodes %s, which cluster.yaml no longer sets; talosc does not unset it", s.Name, z.eff["nodes"])
+	}
+	if len(restrict) == 0 {
+		return nil
+	}
+	var outside []string
+	for _, n := range env.Nodes {
+		if !slices.Contains(restrict, n.Name) {
+			outside = append(outside, n.Name)
+		}
+	}
+	if len(outside) > 0 {
+		return fmt.Errorf("proxmox.network.cluster.sdn.nodes: compute node(s) %s are outside SDN zone %s (nodes %s); add them to the zone's nodes or restrict proxmox.nodes",
+			strings.Join(outside, ", "), s.Name, strings.Join(restrict, ","))
+	}
+	return nil
 }
 
 // applySDN commits the staged SDN config (PUT cluster/sdn) and waits for
@@ -306,51 +353,16 @@ func (c *Cloud) destroySDN(ctx context.Context, cluster *config.Cluster, plan *p
 		return err
 	}
 	staged := false
-	// A delete whose answer was lost is judged by the staged config: a
-	// repeated delete would answer that the object does not exist.
 	del := func(kind, idKey, id, parent, detail string) error {
 		staged = true
-		return plan.Do(ctx, state.Change{Action: state.ActionDelete, Kind: kind, Name: id, Detail: detail}, func(ctx context.Context) error {
-			return c.settle(ctx, "delete SDN "+idKey+" "+id, func(ctx context.Context) error {
-				return c.client.Delete(ctx, parent+"/"+url.PathEscape(id), nil)
-			}, func(ctx context.Context) (bool, error) {
-				objs, err := c.listSDN(ctx, parent, idKey)
-				return err == nil && !objs[id].exists(), err
-			})
-		})
+		return c.deleteSDN(ctx, plan, state.Change{Action: state.ActionDelete, Kind: kind, Name: id, Detail: detail}, idKey, parent)
 	}
-	vn := v.vnets[own.vnet]
-	ours := vn.exists() && vn.eff["alias"] == SDNAlias(cluster.Name) && vn.eff["zone"] == own.zone
-	var foreignSubnets []string
-	for _, id := range sortedKeys(v.subnets[own.vnet]) {
-		if id != own.subnet && v.subnets[own.vnet][id].exists() {
-			foreignSubnets = append(foreignSubnets, id)
-		}
+	vnetGone, err := c.destroyVNet(v, own, cluster.Name, del)
+	if err != nil {
+		return err
 	}
-	vnetGone := !vn.exists()
-	if ours {
-		base := "/cluster/sdn/vnets/" + url.PathEscape(own.vnet)
-		if v.subnets[own.vnet][own.subnet].exists() {
-			if err := del(KindSDNSubnet, "subnet", own.subnet, base+"/subnets", own.cidr); err != nil {
-				return err
-			}
-		}
-		if len(foreignSubnets) == 0 {
-			if err := del(KindSDNVNet, "vnet", own.vnet, "/cluster/sdn/vnets", "zone "+own.zone); err != nil {
-				return err
-			}
-			vnetGone = true
-		} else {
-			c.opts.Logf("warning: SDN VNet %s keeps subnets talosc does not manage (%s), so it and zone %s are kept", own.vnet, strings.Join(foreignSubnets, ", "), own.zone)
-		}
-	}
-	if z := v.zones[own.zone]; z.exists() && vnetGone && z.eff["type"] == config.SDNZoneEVPN && z.eff["controller"] == own.controller {
-		others := slices.ContainsFunc(sortedKeys(v.vnets), func(id string) bool {
-			return id != own.vnet && v.vnets[id].exists() && v.vnets[id].eff["zone"] == own.zone
-		})
-		if others {
-			c.opts.Logf("warning: SDN zone %s holds VNets talosc does not manage, so it is kept", own.zone)
-		} else if err := del(KindSDNZone, "zone", own.zone, "/cluster/sdn/zones", "controller "+own.controller+" is kept"); err != nil {
+	if vnetGone {
+		if err := c.destroyZone(v, own, del); err != nil {
 			return err
 		}
 	}
@@ -358,4 +370,74 @@ func (c *Cloud) destroySDN(ctx context.Context, cluster *config.Cluster, plan *p
 		return c.applySDN(ctx, plan)
 	}
 	return nil
+}
+
+// deleteFunc stages the deletion of one SDN object: its kind, id key, id,
+// the path of its parent listing, and the change's detail.
+type deleteFunc func(kind, idKey, id, parent, detail string) error
+
+// deleteSDN deletes the SDN object ch names from the listing at parent.
+// A delete whose answer was lost is judged by the staged config: a
+// repeated delete would answer that the object does not exist.
+func (c *Cloud) deleteSDN(ctx context.Context, plan *provider.Plan, ch state.Change, idKey, parent string) error {
+	id := ch.Name
+	return plan.Do(ctx, ch, func(ctx context.Context) error {
+		return c.settle(ctx, "delete SDN "+idKey+" "+id, func(ctx context.Context) error {
+			return c.client.Delete(ctx, parent+"/"+url.PathEscape(id), nil)
+		}, func(ctx context.Context) (bool, error) {
+			objs, err := c.listSDN(ctx, parent, idKey)
+			return err == nil && !objs[id].exists(), err
+		})
+	})
+}
+
+// destroyVNet deletes the cluster's subnet and, when it holds no other
+// subnets, its VNet; a VNet without the cluster's alias or in another
+// zone is left alone. It reports whether the VNet is gone.
+func (c *Cloud) destroyVNet(v *sdnView, own sdnIDs, cluster string, del deleteFunc) (bool, error) {
+	vn := v.vnets[own.vnet]
+	if !vn.exists() {
+		return true, nil
+	}
+	if vn.eff["alias"] != SDNAlias(cluster) || vn.eff["zone"] != own.zone {
+		return false, nil
+	}
+	var foreignSubnets []string
+	for _, id := range sortedKeys(v.subnets[own.vnet]) {
+		if id != own.subnet && v.subnets[own.vnet][id].exists() {
+			foreignSubnets = append(foreignSubnets, id)
+		}
+	}
+	base := "/cluster/sdn/vnets/" + url.PathEscape(own.vnet)
+	if v.subnets[own.vnet][own.subnet].exists() {
+		if err := del(KindSDNSubnet, "subnet", own.subnet, base+"/subnets", own.cidr); err != nil {
+			return false, err
+		}
+	}
+	if len(foreignSubnets) > 0 {
+		c.opts.Logf("warning: SDN VNet %s keeps subnets talosc does not manage (%s), so it and zone %s are kept", own.vnet, strings.Join(foreignSubnets, ", "), own.zone)
+		return false, nil
+	}
+	if err := del(KindSDNVNet, "vnet", own.vnet, "/cluster/sdn/vnets", "zone "+own.zone); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// destroyZone deletes the cluster's zone once its VNet is gone, when the
+// zone is an EVPN zone on the cluster's controller that holds no other
+// VNets; never the controller.
+func (c *Cloud) destroyZone(v *sdnView, own sdnIDs, del deleteFunc) error {
+	z := v.zones[own.zone]
+	if !z.exists() || z.eff["type"] != config.SDNZoneEVPN || z.eff["controller"] != own.controller {
+		return nil
+	}
+	others := slices.ContainsFunc(sortedKeys(v.vnets), func(id string) bool {
+		return id != own.vnet && v.vnets[id].exists() && v.vnets[id].eff["zone"] == own.zone
+	})
+	if others {
+		c.opts.Logf("warning: SDN zone %s holds VNets talosc does not manage, so it is kept", own.zone)
+		return nil
+	}
+	return del(KindSDNZone, "zone", own.zone, "/cluster/sdn/zones", "controller "+own.controller+" is kept")
 }
