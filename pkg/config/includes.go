@@ -88,24 +88,13 @@ func (l *loader) readInclude(i int, name string, at *node, clusterReal string) (
 		return source{}, false
 	}
 	path := "include[" + strconv.Itoa(i) + "]"
-	fail := func(format string, args ...any) (source, bool) {
-		l.probs.add(at.file, at.line, path, path+" "+fmt.Sprintf(format, args...))
+	fail := func(problem string) (source, bool) {
+		l.probs.add(at.file, at.line, path, path+" "+problem)
 		return source{}, false
 	}
-	full := name
-	if !filepath.IsAbs(full) {
-		full = filepath.Join(l.dir, name)
-	}
-	rel, err := filepath.Rel(l.dir, filepath.Clean(full))
-	if err == nil && rel == "." {
-		return fail("%q is not a regular file", name)
-	}
-	if err != nil || !filepath.IsLocal(rel) {
-		return fail("%q is outside the cluster directory", name)
-	}
-	display := filepath.ToSlash(rel)
-	if display == ClusterFile {
-		return fail("may not list %s (it is always read first)", ClusterFile)
+	full, display, problem := l.includePath(name)
+	if problem != "" {
+		return fail(problem)
 	}
 	real, err := filepath.EvalSymlinks(full)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -113,25 +102,58 @@ func (l *loader) readInclude(i int, name string, at *node, clusterReal string) (
 			l.probs.warnf("include file %s is missing; reading it as empty", display)
 			return source{}, false
 		}
-		return fail("%q does not exist", name)
+		return fail(fmt.Sprintf("%q does not exist", name))
 	}
 	if err != nil {
-		return fail("%q cannot be read: %v", name, err)
+		return fail(fmt.Sprintf("%q cannot be read: %v", name, err))
 	}
-	if realRel, err := filepath.Rel(l.realDir, real); err != nil || !filepath.IsLocal(realRel) {
-		return fail("%q resolves to %s, outside the cluster directory", name, real)
-	}
-	if real == clusterReal {
-		return fail("%q is %s (through a symlink); it may not be listed", name, ClusterFile)
-	}
-	if j, dup := l.reals[real]; dup {
-		return fail("%q is the same file as include[%d] (%q)", name, j, l.names[j])
-	}
-	if fi, err := os.Stat(real); err != nil || !fi.Mode().IsRegular() {
-		return fail("%q is not a regular file", name)
+	if problem := l.includeTarget(name, real, clusterReal); problem != "" {
+		return fail(problem)
 	}
 	l.reals[real] = i
 	return l.parseInclude(display, real)
+}
+
+// includePath resolves an include's name against the cluster directory:
+// its full path and its display name (slash-separated, relative), or what
+// is wrong with it (it names the directory, lies outside it, or is
+// cluster.yaml).
+func (l *loader) includePath(name string) (full, display, problem string) {
+	full = name
+	if !filepath.IsAbs(full) {
+		full = filepath.Join(l.dir, name)
+	}
+	rel, err := filepath.Rel(l.dir, filepath.Clean(full))
+	if err == nil && rel == "." {
+		return "", "", fmt.Sprintf("%q is not a regular file", name)
+	}
+	if err != nil || !filepath.IsLocal(rel) {
+		return "", "", fmt.Sprintf("%q is outside the cluster directory", name)
+	}
+	display = filepath.ToSlash(rel)
+	if display == ClusterFile {
+		return "", "", fmt.Sprintf("may not list %s (it is always read first)", ClusterFile)
+	}
+	return full, display, ""
+}
+
+// includeTarget says what is wrong with the file an include resolves to
+// (real, symlinks followed): outside the cluster directory, cluster.yaml
+// itself, a file already included, or not a regular file; "" when none.
+func (l *loader) includeTarget(name, real, clusterReal string) string {
+	if realRel, err := filepath.Rel(l.realDir, real); err != nil || !filepath.IsLocal(realRel) {
+		return fmt.Sprintf("%q resolves to %s, outside the cluster directory", name, real)
+	}
+	if real == clusterReal {
+		return fmt.Sprintf("%q is %s (through a symlink); it may not be listed", name, ClusterFile)
+	}
+	if j, dup := l.reals[real]; dup {
+		return fmt.Sprintf("%q is the same file as include[%d] (%q)", name, j, l.names[j])
+	}
+	if fi, err := os.Stat(real); err != nil || !fi.Mode().IsRegular() {
+		return fmt.Sprintf("%q is not a regular file", name)
+	}
+	return ""
 }
 
 func (l *loader) parseInclude(display, real string) (source, bool) {

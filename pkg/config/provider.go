@@ -52,6 +52,8 @@ func (v *validator) proxmox() {
 	v.proxmoxNetwork()
 }
 
+// proxmoxNetwork checks that the cluster network is exactly one of a
+// bridge, a VNet or a managed SDN, and the external network's bridge.
 func (v *validator) proxmoxNetwork() {
 	net := &v.c.Proxmox.Network
 	if !v.required("proxmox.network") || !v.required("proxmox.network.cluster") {
@@ -72,13 +74,19 @@ func (v *validator) proxmoxNetwork() {
 	if v.has("proxmox.network.cluster.vnet") && strings.TrimSpace(net.Cluster.VNet) == "" {
 		v.errf("proxmox.network.cluster.vnet", "must not be empty")
 	}
-	switch ext, pxExt := v.has("network.external"), net.External != nil; {
-	case pxExt && !ext && !v.failed("network.external"):
+	v.proxmoxExternal(net.External)
+}
+
+// proxmoxExternal requires proxmox.network.external (its bridge) exactly
+// when network.external is set.
+func (v *validator) proxmoxExternal(pxExt *ProxmoxExternalNetwork) {
+	switch ext := v.has("network.external"); {
+	case pxExt != nil && !ext && !v.failed("network.external"):
 		v.errf("proxmox.network.external", "requires network.external (cidr, gateway, anchor_cidr)")
-	case ext && !pxExt:
+	case ext && pxExt == nil:
 		v.errf("proxmox.network.external.bridge", "is required when network.external is set")
-	case pxExt:
-		v.requiredString("proxmox.network.external.bridge", net.External.Bridge)
+	case pxExt != nil:
+		v.requiredString("proxmox.network.external.bridge", pxExt.Bridge)
 	}
 }
 

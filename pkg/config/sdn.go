@@ -98,15 +98,11 @@ func (v *validator) sdn() {
 	v.sdnLayout()
 }
 
+// sdnIDs checks the managed SDN's name, zone type, controller, ASN and
+// VXLAN ids.
 func (v *validator) sdnIDs(s *SDN) {
 	const p = "proxmox.network.cluster.sdn."
-	re := regexp.MustCompile(sdnNamePattern)
-	switch {
-	case v.has(p+"name") && !re.MatchString(s.Name):
-		v.errf(p+"name", "%q is not a valid SDN id (2-8 letters or digits, starting with a letter, no hyphens)", s.Name)
-	case !v.present(p+"name") && isDNSLabel(s.Name) && !re.MatchString(s.Name):
-		v.errf(p+"name", "is unset and the cluster name %q is not a valid SDN id (2-8 letters or digits, starting with a letter, no hyphens); set %sname", s.Name, p)
-	}
+	v.sdnName(s)
 	if v.has(p+"zone") && s.Zone != SDNZoneEVPN {
 		v.errf(p+"zone", "is %q; talosc only supports 'evpn'", s.Zone)
 	}
@@ -119,6 +115,24 @@ func (v *validator) sdnIDs(s *SDN) {
 	if v.has(p+"vrf_tag") && (s.VRFTag < 1 || s.VRFTag > maxVXLANID) {
 		v.errf(p+"vrf_tag", "must be between 1 and %d, not %d", maxVXLANID, s.VRFTag)
 	}
+	v.sdnTag(s)
+}
+
+// sdnName checks the SDN id, set or defaulted from the cluster name.
+func (v *validator) sdnName(s *SDN) {
+	const p = "proxmox.network.cluster.sdn."
+	re := regexp.MustCompile(sdnNamePattern)
+	switch {
+	case v.has(p+"name") && !re.MatchString(s.Name):
+		v.errf(p+"name", "%q is not a valid SDN id (2-8 letters or digits, starting with a letter, no hyphens)", s.Name)
+	case !v.present(p+"name") && isDNSLabel(s.Name) && !re.MatchString(s.Name):
+		v.errf(p+"name", "is unset and the cluster name %q is not a valid SDN id (2-8 letters or digits, starting with a letter, no hyphens); set %sname", s.Name, p)
+	}
+}
+
+// sdnTag checks the VNet's VXLAN id, set or defaulted to vrf_tag+1.
+func (v *validator) sdnTag(s *SDN) {
+	const p = "proxmox.network.cluster.sdn."
 	switch {
 	case v.failed(p + "tag"):
 	case !v.present(p+"tag") && s.Tag > maxVXLANID:
