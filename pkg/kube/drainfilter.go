@@ -33,15 +33,8 @@ type daemonSetCheck func(namespace, name string) (found bool, err error)
 func podsToEvict(pods []corev1.Pod, dsExists daemonSetCheck) ([]corev1.Pod, error) {
 	var (
 		evict   []corev1.Pod
-		refused = map[string][]string{}
-		order   []string
+		refused drainRefusals
 	)
-	refuse := func(why string, p *corev1.Pod) {
-		if _, ok := refused[why]; !ok {
-			order = append(order, why)
-		}
-		refused[why] = append(refused[why], podName(p))
-	}
 	for i := range pods {
 		p := &pods[i]
 		finished := p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
@@ -53,23 +46,49 @@ func podsToEvict(pods []corev1.Pod, dsExists daemonSetCheck) ([]corev1.Pod, erro
 				return nil, fmt.Errorf("pod %s: %w", podName(p), err)
 			}
 			if !found {
-				refuse(orphanedDSRefusal, p)
+				refused.add(orphanedDSRefusal, p)
 			}
 		case hasAnnotation(p, corev1.MirrorPodAnnotationKey):
 		case !finished && ref == nil:
-			refuse(unmanagedRefusal, p)
+			refused.add(unmanagedRefusal, p)
 		default:
 			evict = append(evict, *p)
 		}
 	}
-	if len(order) == 0 {
-		return evict, nil
+	if err := refused.err(); err != nil {
+		return nil, err
 	}
-	msgs := make([]string, 0, len(order))
-	for _, why := range order {
-		msgs = append(msgs, fmt.Sprintf("cannot delete %s: %s", why, strings.Join(refused[why], ", ")))
+	return evict, nil
+}
+
+// drainRefusals are the pods that refuse a drain, by reason, the reasons
+// in the order first met.
+type drainRefusals struct {
+	pods  map[string][]string
+	order []string
+}
+
+// add refuses pod p for why.
+func (r *drainRefusals) add(why string, p *corev1.Pod) {
+	if r.pods == nil {
+		r.pods = map[string][]string{}
 	}
-	return nil, fmt.Errorf("%s", strings.Join(msgs, "; "))
+	if _, ok := r.pods[why]; !ok {
+		r.order = append(r.order, why)
+	}
+	r.pods[why] = append(r.pods[why], podName(p))
+}
+
+// err names every refused pod by reason; nil when none refused.
+func (r *drainRefusals) err() error {
+	if len(r.order) == 0 {
+		return nil
+	}
+	msgs := make([]string, 0, len(r.order))
+	for _, why := range r.order {
+		msgs = append(msgs, fmt.Sprintf("cannot delete %s: %s", why, strings.Join(r.pods[why], ", ")))
+	}
+	return fmt.Errorf("%s", strings.Join(msgs, "; "))
 }
 
 func hasAnnotation(p *corev1.Pod, key string) bool {

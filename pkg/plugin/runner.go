@@ -169,15 +169,8 @@ func (r *Runner) interpret(p Plugin, hook string, in *state.Document, res outcom
 	case out == nil:
 		return r.refuse(p, hook, in, res.exitCode, exitContext(res, errors.New("wrote no state document")), nil)
 	}
-	if changed := state.ChangedOtherThan(in, out, p.Name); len(changed) > 0 {
-		what := "section " + changed[0]
-		if len(changed) > 1 {
-			what = "sections " + strings.Join(changed, ", ")
-		}
-		return r.refuse(p, hook, in, res.exitCode, fmt.Errorf("plugin %s changed %s it does not own", p.Name, what), nil)
-	}
-	if out.Cluster != in.Cluster || out.Action != in.Action {
-		return r.refuse(p, hook, in, res.exitCode, fmt.Errorf("plugin %s changed the document's cluster or action", p.Name), nil)
+	if err := keptTheRest(p.Name, in, out); err != nil {
+		return r.refuse(p, hook, in, res.exitCode, err, nil)
 	}
 	raw, ok := out.Sections[p.Name]
 	if !ok {
@@ -191,21 +184,43 @@ func (r *Runner) interpret(p Plugin, hook string, in *state.Document, res outcom
 		return r.refuse(p, hook, in, res.exitCode, fmt.Errorf("plugin %s wrote section status %q", p.Name, sec.Status), nil)
 	}
 	if res.err != nil || sec.Status == state.StatusFailed {
-		reason := "the section says it failed"
-		if sec.Error != nil && sec.Error.Message != "" {
-			reason = sec.Error.Message
-		}
-		if res.err != nil {
-			reason = fmt.Sprintf("%s (exit status %d)", reason, res.exitCode)
-			if sec.Error == nil {
-				reason = fmt.Sprintf("exit status %d", res.exitCode)
-			}
-		}
-		return r.refuse(p, hook, in, res.exitCode, errors.New(reason), &sec)
+		return r.refuse(p, hook, in, res.exitCode, errors.New(failureReason(res, sec)), &sec)
 	}
 	doc := cloneDoc(in)
 	putRaw(doc, p.Name, raw)
 	return doc, sec, nil
+}
+
+// keptTheRest refuses a document out in which plugin changed another
+// owner's section, or the cluster or action of in.
+func keptTheRest(plugin string, in, out *state.Document) error {
+	if changed := state.ChangedOtherThan(in, out, plugin); len(changed) > 0 {
+		what := "section " + changed[0]
+		if len(changed) > 1 {
+			what = "sections " + strings.Join(changed, ", ")
+		}
+		return fmt.Errorf("plugin %s changed %s it does not own", plugin, what)
+	}
+	if out.Cluster != in.Cluster || out.Action != in.Action {
+		return fmt.Errorf("plugin %s changed the document's cluster or action", plugin)
+	}
+	return nil
+}
+
+// failureReason says why a plugin that exited non-zero or wrote a failed
+// section failed: the section's error message, the exit status, or both.
+func failureReason(res outcome, sec state.Section) string {
+	reason := "the section says it failed"
+	if sec.Error != nil && sec.Error.Message != "" {
+		reason = sec.Error.Message
+	}
+	if res.err != nil {
+		reason = fmt.Sprintf("%s (exit status %d)", reason, res.exitCode)
+		if sec.Error == nil {
+			reason = fmt.Sprintf("exit status %d", res.exitCode)
+		}
+	}
+	return reason
 }
 
 // refuse records a failed section for p in a copy of in and returns the

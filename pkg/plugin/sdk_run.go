@@ -194,25 +194,13 @@ func readState(r io.Reader) (*state.Document, error) {
 // dispatch runs hook and records its outcome in sec. The error carries the
 // exit code (as a *cli.ExitError) when the hook did not succeed.
 func (o *options) dispatch(ctx context.Context, hook string, c *Context, sec *state.Section) error {
-	h := o.spec.Hooks
 	switch hook {
 	case HookInit:
-		sections, err := h.Init(ctx, c)
-		if err != nil {
-			return fail(sec, err)
-		}
-		if sections == nil {
-			sections = []InitSection{}
-		}
-		return succeed(sec, map[string]any{"sections": sections})
+		return o.initHook(ctx, c, sec)
 	case HookValidate:
 		return o.validate(ctx, c, sec)
 	case HookConfigured:
-		ok, err := h.Configured(ctx, c)
-		if err != nil {
-			return fail(sec, err)
-		}
-		return succeed(sec, map[string]any{"configured": ok})
+		return o.configuredHook(ctx, c, sec)
 	}
 	if hook == HookConverge || hook == HookDestroy {
 		// "plugin NAME converge|plan|destroy" validates first, even when the
@@ -221,19 +209,60 @@ func (o *options) dispatch(ctx context.Context, hook string, c *Context, sec *st
 			return err
 		}
 	}
-	if h.Configured == nil {
-		return fail(sec, fmt.Errorf("plugin %s does not implement the required %s hook", o.desc.Name, HookConfigured))
+	if settled, err := o.skipUnconfigured(ctx, c, sec); settled {
+		return err
 	}
-	if ok, err := h.Configured(ctx, c); err != nil {
-		return fail(sec, fmt.Errorf("cannot tell whether %s is configured: %w", o.desc.Name, err))
-	} else if !ok {
-		sec.Status = state.StatusSkipped
-		sec.Messages = []string{notConfigured}
-		if !o.underFrontDoor() {
-			fmt.Fprintf(c.Log, "%s: %s\n", o.desc.Name, notConfigured)
-		}
-		return nil
+	return o.configuredOnly(ctx, hook, c, sec)
+}
+
+// initHook runs the Init hook and records the sections it declares.
+func (o *options) initHook(ctx context.Context, c *Context, sec *state.Section) error {
+	sections, err := o.spec.Hooks.Init(ctx, c)
+	if err != nil {
+		return fail(sec, err)
 	}
+	if sections == nil {
+		sections = []InitSection{}
+	}
+	return succeed(sec, map[string]any{"sections": sections})
+}
+
+// configuredHook runs the Configured hook and records its answer.
+func (o *options) configuredHook(ctx context.Context, c *Context, sec *state.Section) error {
+	ok, err := o.spec.Hooks.Configured(ctx, c)
+	if err != nil {
+		return fail(sec, err)
+	}
+	return succeed(sec, map[string]any{"configured": ok})
+}
+
+// skipUnconfigured asks the Configured hook before a hook that needs a
+// configured plugin. It reports settled when the section is already
+// decided: failed (no Configured hook, or it failed) or skipped (the
+// plugin is not configured), with the error to return.
+func (o *options) skipUnconfigured(ctx context.Context, c *Context, sec *state.Section) (settled bool, err error) {
+	if o.spec.Hooks.Configured == nil {
+		return true, fail(sec, fmt.Errorf("plugin %s does not implement the required %s hook", o.desc.Name, HookConfigured))
+	}
+	ok, err := o.spec.Hooks.Configured(ctx, c)
+	if err != nil {
+		return true, fail(sec, fmt.Errorf("cannot tell whether %s is configured: %w", o.desc.Name, err))
+	}
+	if ok {
+		return false, nil
+	}
+	sec.Status = state.StatusSkipped
+	sec.Messages = []string{notConfigured}
+	if !o.underFrontDoor() {
+		fmt.Fprintf(c.Log, "%s: %s\n", o.desc.Name, notConfigured)
+	}
+	return true, nil
+}
+
+// configuredOnly runs a hook that needs a configured plugin: converge,
+// destroy, status or check.
+func (o *options) configuredOnly(ctx context.Context, hook string, c *Context, sec *state.Section) error {
+	h := o.spec.Hooks
 	switch hook {
 	case HookConverge:
 		r, err := h.Converge(ctx, c)
