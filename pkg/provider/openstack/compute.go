@@ -80,35 +80,46 @@ func (c *Cloud) ValidateMachines(ctx context.Context, cluster *config.Cluster, d
 	for _, d := range desired {
 		m, exists := inv.Find(d.Hostname)
 		pool, key, ok := cluster.PoolOf(d.Pool)
-		if !ok {
-			continue
-		}
-		if !exists && pool.Disk < imageMinDiskGB && !smallSeen[key] {
-			smallSeen[key] = true
-			small = append(small, fmt.Errorf("%s.disk %d is below the boot image's minimum disk of %d GB (its min_disk): raise %s.disk to at least %d", key, pool.Disk, imageMinDiskGB, key, imageMinDiskGB))
-		}
-		if !exists {
-			continue
-		}
-		if m.Flavor != "" && m.Flavor != pool.Flavor {
-			if flavorList == nil {
-				var err error
-				if flavorList, err = c.listFlavors(ctx); err != nil {
-					return err
-				}
+		switch {
+		case !ok:
+		case !exists:
+			if pool.Disk < imageMinDiskGB && !smallSeen[key] {
+				smallSeen[key] = true
+				small = append(small, fmt.Errorf("%s.disk %d is below the boot image's minimum disk of %d GB (its min_disk): raise %s.disk to at least %d", key, pool.Disk, imageMinDiskGB, key, imageMinDiskGB))
 			}
-			if f, err := resolveFlavor(flavorList, pool.Flavor, key+".flavor"); err != nil || (f.Name != m.Flavor && f.ID != m.Flavor) {
-				r.Add(key+".flavor", m.Flavor, pool.Flavor, d.Hostname, "flavors are create-only on OpenStack")
+		default:
+			if err := c.refuseServerChanges(ctx, &r, &flavorList, cluster.OpenStack.AvailabilityZone, m, pool, key); err != nil {
+				return err
 			}
-		}
-		if m.DiskGB > 0 && m.DiskGB != pool.Disk {
-			r.Add(key+".disk", fmt.Sprint(m.DiskGB), fmt.Sprint(pool.Disk), d.Hostname, "boot volumes are create-only on OpenStack")
-		}
-		if az := cluster.OpenStack.AvailabilityZone; az != "" && m.Zone != "" && m.Zone != az {
-			r.Add("openstack.availability_zone", m.Zone, az, d.Hostname, "availability zones are create-only on OpenStack")
 		}
 	}
 	return errors.Join(append(small, r.Err())...)
+}
+
+// refuseServerChanges adds to r the create-only fields (flavor, boot
+// disk, availability zone az) in which the existing server m differs from
+// its pool. The flavor list is read into flavorList the first time a
+// flavor differs as written.
+func (c *Cloud) refuseServerChanges(ctx context.Context, r *provider.Refusals, flavorList *[]flavors.Flavor, az string, m provider.Machine, pool config.Pool, key string) error {
+	if m.Flavor != "" && m.Flavor != pool.Flavor {
+		if *flavorList == nil {
+			list, err := c.listFlavors(ctx)
+			if err != nil {
+				return err
+			}
+			*flavorList = list
+		}
+		if f, err := resolveFlavor(*flavorList, pool.Flavor, key+".flavor"); err != nil || (f.Name != m.Flavor && f.ID != m.Flavor) {
+			r.Add(key+".flavor", m.Flavor, pool.Flavor, m.Hostname, "flavors are create-only on OpenStack")
+		}
+	}
+	if m.DiskGB > 0 && m.DiskGB != pool.Disk {
+		r.Add(key+".disk", fmt.Sprint(m.DiskGB), fmt.Sprint(pool.Disk), m.Hostname, "boot volumes are create-only on OpenStack")
+	}
+	if az != "" && m.Zone != "" && m.Zone != az {
+		r.Add("openstack.availability_zone", m.Zone, az, m.Hostname, "availability zones are create-only on OpenStack")
+	}
+	return nil
 }
 
 // serverJob is one server to create, checked.

@@ -186,36 +186,15 @@ func fixedAddress(addrs map[string]any, preferred string) netip.Addr {
 func (c *Cloud) waitServers(ctx context.Context, cluster string, pending map[string]string, want string, done func(*servers.Server) (bool, error)) (map[string]servers.Server, error) {
 	wait, cancel := context.WithTimeout(ctx, c.opts.Wait)
 	defer cancel()
-	finished := map[string]servers.Server{}
-	status := map[string]string{}
-	var errs []error
+	w := serverWait{pending: pending, status: map[string]string{}, finished: map[string]servers.Server{}}
 	pause := ctxwait.NewBackoff(c.opts.Poll)
 	for len(pending) > 0 {
 		list, err := c.ownedServers(wait, cluster)
 		if err != nil && wait.Err() == nil {
-			return finished, errors.Join(append(errs, err)...)
+			return w.finished, errors.Join(append(w.errs, err)...)
 		}
 		if err == nil {
-			listed := map[string]*servers.Server{}
-			for i := range list {
-				listed[list[i].ID] = &list[i]
-			}
-			for _, id := range slices.Sorted(maps.Keys(pending)) {
-				s := listed[id]
-				if s != nil {
-					status[id] = s.Status
-				}
-				ended, err := done(s)
-				switch {
-				case !ended:
-					continue
-				case err != nil:
-					errs = append(errs, fmt.Errorf("server %s (%s): %w", pending[id], id, err))
-				case s != nil:
-					finished[id] = *s
-				}
-				delete(pending, id)
-			}
+			w.take(list, done)
 		}
 		if len(pending) == 0 {
 			break
@@ -226,12 +205,51 @@ func (c *Cloud) waitServers(ctx context.Context, cluster string, pending map[str
 			if ctx.Err() != nil {
 				reason = fmt.Sprintf("stopped waiting for %s: %v", want, ctx.Err())
 			}
-			for _, id := range slices.Sorted(maps.Keys(pending)) {
-				errs = append(errs, fmt.Errorf("server %s (%s): %s (status %s)", pending[id], id, reason, cmp.Or(status[id], "unknown")))
-			}
-			return finished, errors.Join(errs...)
+			w.giveUp(reason)
+			return w.finished, errors.Join(w.errs...)
 		case <-time.After(pause.Next()):
 		}
 	}
-	return finished, errors.Join(errs...)
+	return w.finished, errors.Join(w.errs...)
+}
+
+// serverWait is the progress of waitServers: the servers still pending
+// (id → hostname), each one's last listed status, the servers whose wait
+// ended well, and the failures.
+type serverWait struct {
+	pending, status map[string]string
+	finished        map[string]servers.Server
+	errs            []error
+}
+
+// take asks done about every pending server of one listing (nil when it
+// is not listed) and settles those whose wait ended.
+func (w *serverWait) take(list []servers.Server, done func(*servers.Server) (bool, error)) {
+	listed := map[string]*servers.Server{}
+	for i := range list {
+		listed[list[i].ID] = &list[i]
+	}
+	for _, id := range slices.Sorted(maps.Keys(w.pending)) {
+		s := listed[id]
+		if s != nil {
+			w.status[id] = s.Status
+		}
+		ended, err := done(s)
+		switch {
+		case !ended:
+			continue
+		case err != nil:
+			w.errs = append(w.errs, fmt.Errorf("server %s (%s): %w", w.pending[id], id, err))
+		case s != nil:
+			w.finished[id] = *s
+		}
+		delete(w.pending, id)
+	}
+}
+
+// giveUp fails every server still pending, for reason.
+func (w *serverWait) giveUp(reason string) {
+	for _, id := range slices.Sorted(maps.Keys(w.pending)) {
+		w.errs = append(w.errs, fmt.Errorf("server %s (%s): %s (status %s)", w.pending[id], id, reason, cmp.Or(w.status[id], "unknown")))
+	}
 }

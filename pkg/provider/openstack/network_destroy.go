@@ -55,29 +55,57 @@ func (c *Cloud) readOwnedNetwork(ctx context.Context, cluster string) ([]doomed,
 	o, n := c.owner(cluster), namesOf(cluster)
 	tag := c.taggedQuery(cluster)
 	marked := neutronQuery{"project_id": {c.projectID}, "description": o.descriptions("")}
-	var out []doomed
 	fipDesc := neutronQuery{"project_id": {c.projectID}, "description": append(o.descriptions(n.kubeapi), o.descriptions(n.ingress)...)}
 	fips, err := listOwned(ctx, o, floatingips.ExtractFloatingIPs, fipAttrs, floatingips.List(c.network, tag), floatingips.List(c.network, fipDesc))
 	if err != nil {
 		return nil, wrap(err, "list the floating ips of cluster %s", cluster)
 	}
+	var out []doomed
 	for _, f := range fips {
 		out = append(out, doomed{kind: kindFloatingIP, name: cmp.Or(o.base(f.Description), f.FloatingIP), id: f.ID, del: c.deleteFloatingIP})
 	}
+	ps, err := c.readOwnedPorts(ctx, o, tag, marked)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, ps...)
+	rts, err := c.readOwnedRouters(ctx, o, tag, marked)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, rts...)
+	rest, err := c.readOwnedSubnetsNetworksGroups(ctx, o, tag, marked)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, rest...), nil
+}
+
+// readOwnedPorts lists the cluster's owned ports to delete; it refuses
+// one still bound to a server.
+func (c *Cloud) readOwnedPorts(ctx context.Context, o owner, tag, marked neutronQuery) ([]doomed, error) {
 	ps, err := listOwned(ctx, o, ports.ExtractPorts, portAttrs, ports.List(c.network, tag), ports.List(c.network, marked))
 	if err != nil {
-		return nil, wrap(err, "list the ports of cluster %s", cluster)
+		return nil, wrap(err, "list the ports of cluster %s", o.cluster)
 	}
+	var out []doomed
 	for _, p := range ps {
 		if p.DeviceID != "" && !strings.HasPrefix(p.DeviceOwner, "network:") {
 			return nil, fmt.Errorf("port %s (%s) is still bound to server %s: delete the machine first (destroy deletes servers before the network)", p.Name, p.ID, p.DeviceID)
 		}
 		out = append(out, doomed{kind: kindPort, name: p.Name, id: p.ID, del: c.deletePort})
 	}
+	return out, nil
+}
+
+// readOwnedRouters lists the interfaces of the cluster's owned routers,
+// then the routers, in the order they must be deleted.
+func (c *Cloud) readOwnedRouters(ctx context.Context, o owner, tag, marked neutronQuery) ([]doomed, error) {
 	rts, err := listOwned(ctx, o, routers.ExtractRouters, routerAttrs, routers.List(c.network, tag), routers.List(c.network, marked))
 	if err != nil {
-		return nil, wrap(err, "list the routers of cluster %s", cluster)
+		return nil, wrap(err, "list the routers of cluster %s", o.cluster)
 	}
+	var out []doomed
 	for _, rt := range rts {
 		ifaces, err := listAll(ctx, ports.List(c.network, ports.ListOpts{DeviceID: rt.ID, DeviceOwner: ownerRouterInterface}), ports.ExtractPorts)
 		if err != nil {
@@ -92,10 +120,18 @@ func (c *Cloud) readOwnedNetwork(ctx context.Context, cluster string) ([]doomed,
 	for _, rt := range rts {
 		out = append(out, doomed{kind: kindRouter, name: rt.Name, id: rt.ID, del: c.deleteRouter})
 	}
+	return out, nil
+}
+
+// readOwnedSubnetsNetworksGroups lists the cluster's owned subnets,
+// networks and security groups, in the order they must be deleted.
+func (c *Cloud) readOwnedSubnetsNetworksGroups(ctx context.Context, o owner, tag, marked neutronQuery) ([]doomed, error) {
+	cluster := o.cluster
 	sns, err := listOwned(ctx, o, subnets.ExtractSubnets, subnetAttrs, subnets.List(c.network, tag), subnets.List(c.network, marked))
 	if err != nil {
 		return nil, wrap(err, "list the subnets of cluster %s", cluster)
 	}
+	var out []doomed
 	for _, sn := range sns {
 		out = append(out, doomed{kind: kindSubnet, name: sn.Name, id: sn.ID, del: c.deleteSubnet})
 	}

@@ -138,11 +138,37 @@ func (c *Cloud) readPorts(ctx context.Context, inv *netInventory, machines []pro
 	if err != nil {
 		return wrap(err, "list ports of network %s", inv.names.net)
 	}
-	cluster := inv.names.cluster
-	desired := []portWant{{name: inv.names.kubeapi, tags: ClusterTags(cluster)}, {name: inv.names.ingress, tags: ClusterTags(cluster)}}
-	for _, m := range machines {
-		desired = append(desired, portWant{name: m.Hostname, tags: machineTags(m, cluster)})
+	desired := desiredPorts(inv.names, machines)
+	byName := sortPorts(inv, all, desired)
+	if err := c.keepServedPorts(ctx, inv); err != nil {
+		return err
 	}
+	for _, w := range desired {
+		p, err := pickOwned(ctx, c, inv, c.portLookup(inv.net.ID, w.name, w.tags), byName[w.name])
+		if err != nil {
+			return err
+		}
+		if p != nil {
+			inv.ports[w.name] = p
+		}
+	}
+	return nil
+}
+
+// desiredPorts are the cluster network's ports cluster.yaml wants: the
+// two floating IPs' ports and one per machine.
+func desiredPorts(n netNames, machines []provider.MachineNet) []portWant {
+	desired := []portWant{{name: n.kubeapi, tags: ClusterTags(n.cluster)}, {name: n.ingress, tags: ClusterTags(n.cluster)}}
+	for _, m := range machines {
+		desired = append(desired, portWant{name: m.Hostname, tags: machineTags(m, n.cluster)})
+	}
+	return desired
+}
+
+// sortPorts sorts the ports of the cluster network: it notes the
+// router's interface on the subnet and the owned unbound orphans in inv,
+// and returns the desired ports by name.
+func sortPorts(inv *netInventory, all []ports.Port, desired []portWant) map[string][]ports.Port {
 	isDesired := func(p ports.Port) bool {
 		return slices.ContainsFunc(desired, func(w portWant) bool { return w.name == p.Name })
 	}
@@ -157,19 +183,7 @@ func (c *Cloud) readPorts(ctx context.Context, inv *netInventory, machines []pro
 			inv.orphans = append(inv.orphans, p)
 		}
 	}
-	if err := c.keepServedPorts(ctx, inv); err != nil {
-		return err
-	}
-	for _, w := range desired {
-		p, err := pickOwned(ctx, c, inv, c.portLookup(inv.net.ID, w.name, w.tags), byName[w.name])
-		if err != nil {
-			return err
-		}
-		if p != nil {
-			inv.ports[w.name] = p
-		}
-	}
-	return nil
+	return byName
 }
 
 // machinePortOwned reports a machine port of o: tagged with a role, or
