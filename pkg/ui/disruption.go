@@ -47,49 +47,72 @@ var nodeClasses = []state.Disruption{state.DisruptionReplace, state.DisruptionRe
 // every other class counts the nodes whose worst change it is. A change
 // without a node counts as a target of its own.
 func DisruptionSummary(changes map[string][]state.Change) string {
-	worst := map[string]int{} // target -> index in nodeClasses
-	etcdAdded, etcdRemoved := map[string]bool{}, map[string]bool{}
-	moves := 0
-	unknown := map[state.Disruption]int{}
-	names := slices.Sorted(maps.Keys(changes))
-	for _, name := range names {
+	t := disruptionTally{
+		worst:     map[string]int{},
+		etcdAdded: map[string]bool{}, etcdRemoved: map[string]bool{},
+		unknown: map[state.Disruption]int{},
+	}
+	for _, name := range slices.Sorted(maps.Keys(changes)) {
 		for _, c := range changes[name] {
-			target := c.Node
-			if target == "" {
-				target = c.Kind + "/" + c.Name
-			}
-			switch d := c.Class(); d {
-			case state.DisruptionEtcdMembership:
-				if c.Action == state.ActionCreate {
-					etcdAdded[target] = true
-				} else {
-					etcdRemoved[target] = true
-				}
-				if c.Action == state.ActionDelete && c.Node != "" {
-					_ = noteWorst(worst, target, state.DisruptionRemove)
-				}
-			case state.DisruptionEndpointMove:
-				moves++
-			case state.DisruptionNone:
-			default:
-				if !noteWorst(worst, target, d) {
-					unknown[d]++ // a newer producer's class: shown, not dropped
-				}
-			}
+			t.add(c)
 		}
 	}
+	parts := t.parts()
+	if len(parts) == 0 {
+		return ""
+	}
+	return "Disruption: " + strings.Join(parts, ", ") + "."
+}
+
+// disruptionTally counts what a plan disturbs, for DisruptionSummary.
+type disruptionTally struct {
+	worst                  map[string]int // target -> index in nodeClasses
+	etcdAdded, etcdRemoved map[string]bool
+	moves                  int
+	unknown                map[state.Disruption]int
+}
+
+// add counts one planned change.
+func (t *disruptionTally) add(c state.Change) {
+	target := c.Node
+	if target == "" {
+		target = c.Kind + "/" + c.Name
+	}
+	switch d := c.Class(); d {
+	case state.DisruptionEtcdMembership:
+		if c.Action == state.ActionCreate {
+			t.etcdAdded[target] = true
+		} else {
+			t.etcdRemoved[target] = true
+		}
+		if c.Action == state.ActionDelete && c.Node != "" {
+			_ = noteWorst(t.worst, target, state.DisruptionRemove)
+		}
+	case state.DisruptionEndpointMove:
+		t.moves++
+	case state.DisruptionNone:
+	default:
+		if !noteWorst(t.worst, target, d) {
+			t.unknown[d]++ // a newer producer's class: shown, not dropped
+		}
+	}
+}
+
+// parts words the tally: etcd members, the endpoint move, the nodes by
+// their worst class, then the classes this build does not know.
+func (t *disruptionTally) parts() []string {
 	var parts []string
-	if n := len(etcdAdded); n > 0 {
+	if n := len(t.etcdAdded); n > 0 {
 		parts = append(parts, fmt.Sprintf("%d etcd %s added", n, plural(n, "member", "members")))
 	}
-	if n := len(etcdRemoved); n > 0 {
+	if n := len(t.etcdRemoved); n > 0 {
 		parts = append(parts, fmt.Sprintf("%d etcd %s removed", n, plural(n, "member", "members")))
 	}
-	if moves > 0 {
+	if t.moves > 0 {
 		parts = append(parts, "the Kubernetes API endpoint moves")
 	}
 	counts := make([]int, len(nodeClasses))
-	for _, i := range worst {
+	for _, i := range t.worst {
 		counts[i]++
 	}
 	for i, d := range nodeClasses {
@@ -97,14 +120,11 @@ func DisruptionSummary(changes map[string][]state.Change) string {
 			parts = append(parts, nodeCount(d, n))
 		}
 	}
-	for _, d := range slices.Sorted(maps.Keys(unknown)) {
-		n := unknown[d]
+	for _, d := range slices.Sorted(maps.Keys(t.unknown)) {
+		n := t.unknown[d]
 		parts = append(parts, fmt.Sprintf("%d %s of class %s", n, plural(n, "change", "changes"), d))
 	}
-	if len(parts) == 0 {
-		return ""
-	}
-	return "Disruption: " + strings.Join(parts, ", ") + "."
+	return parts
 }
 
 // noteWorst keeps the worse of target's class so far and d; false when d

@@ -246,8 +246,8 @@ func words(name string) []string {
 	var out []string
 	start := -1
 	for i, c := range name {
-		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
-		hump := c >= 'A' && c <= 'Z' && i > 0 && name[i-1] >= 'a' && name[i-1] <= 'z'
+		alnum := asciiLower(c) || asciiUpper(c) || c >= '0' && c <= '9'
+		hump := asciiUpper(c) && i > 0 && asciiLower(rune(name[i-1]))
 		switch {
 		case !alnum:
 			if start >= 0 {
@@ -266,6 +266,12 @@ func words(name string) []string {
 	}
 	return out
 }
+
+// asciiLower reports a letter a to z.
+func asciiLower(c rune) bool { return c >= 'a' && c <= 'z' }
+
+// asciiUpper reports a letter A to Z.
+func asciiUpper(c rune) bool { return c >= 'A' && c <= 'Z' }
 
 // contentKey names the bodies of machine.files, inline manifests and
 // extension service config files.

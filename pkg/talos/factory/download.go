@@ -50,22 +50,11 @@ func (c *Client) Download(ctx context.Context, schematicID, talosVersion, artifa
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	resp, err := c.get(ctx, u)
 	if err != nil {
-		return 0, "", fmt.Errorf("download %s: %w", u, err)
-	}
-	req.Header.Set("User-Agent", userAgent)
-	// Identity encoding keeps Content-Length meaningful: Go's transport
-	// would otherwise ask for gzip and hide the length.
-	req.Header.Set("Accept-Encoding", "identity")
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return 0, "", fmt.Errorf("download: %w", requestError(ctx, http.MethodGet, u, err))
+		return 0, "", err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return 0, "", fmt.Errorf("download: %w", statusError(http.MethodGet, u, resp))
-	}
 	announced := resp.ContentLength
 	if announced >= 0 && expectSize >= 0 && announced != expectSize {
 		return 0, "", fmt.Errorf("download %s: server announces %d bytes, expected %d", u, announced, expectSize)
@@ -85,15 +74,48 @@ func (c *Client) Download(ctx context.Context, schematicID, talosVersion, artifa
 	if err != nil {
 		return n, "", fmt.Errorf("download %s: %w", u, s.explain(ctx, err))
 	}
-	switch {
-	case announced >= 0 && n != announced:
-		return n, "", fmt.Errorf("download %s: truncated: received %d of %d bytes", u, n, announced)
-	case expectSize >= 0 && n != expectSize:
-		return n, "", fmt.Errorf("download %s: received %d bytes, expected %d (truncated or wrong image)", u, n, expectSize)
-	case expectSHA256 != "" && sum != expectSHA256:
-		return n, "", fmt.Errorf("download %s: sha256 %s, expected %s", u, sum, expectSHA256)
+	if err := checkReceived(u, n, sum, announced, expectSize, expectSHA256); err != nil {
+		return n, "", err
 	}
 	return n, sum, nil
+}
+
+// get sends the download's GET request for u and returns the response
+// when it is 200 OK.
+func (c *Client) get(ctx context.Context, u string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, fmt.Errorf("download %s: %w", u, err)
+	}
+	req.Header.Set("User-Agent", userAgent)
+	// Identity encoding keeps Content-Length meaningful: Go's transport
+	// would otherwise ask for gzip and hide the length.
+	req.Header.Set("Accept-Encoding", "identity")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("download: %w", requestError(ctx, http.MethodGet, u, err))
+	}
+	if resp.StatusCode != http.StatusOK {
+		err := statusError(http.MethodGet, u, resp)
+		resp.Body.Close()
+		return nil, fmt.Errorf("download: %w", err)
+	}
+	return resp, nil
+}
+
+// checkReceived refuses a download of u whose n bytes fall short of the
+// announced Content-Length (when announced >= 0), differ from expectSize
+// (when >= 0), or whose sha256 sum differs from a non-empty expectSHA256.
+func checkReceived(u string, n int64, sum string, announced, expectSize int64, expectSHA256 string) error {
+	switch {
+	case announced >= 0 && n != announced:
+		return fmt.Errorf("download %s: truncated: received %d of %d bytes", u, n, announced)
+	case expectSize >= 0 && n != expectSize:
+		return fmt.Errorf("download %s: received %d bytes, expected %d (truncated or wrong image)", u, n, expectSize)
+	case expectSHA256 != "" && sum != expectSHA256:
+		return fmt.Errorf("download %s: sha256 %s, expected %s", u, sum, expectSHA256)
+	}
+	return nil
 }
 
 // stream copies a response body to dst while hashing and counting it.

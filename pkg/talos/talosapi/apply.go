@@ -61,12 +61,7 @@ const mayBeApplied = "an answer was lost: the configuration may be applied and t
 // is someone else's apply and an error.
 func (c *Client) ApplyConfiguration(ctx context.Context, node string, data []byte, dryRun bool) (ApplyResult, error) {
 	if dryRun {
-		var res ApplyResult
-		err := c.read(ctx, "ApplyConfiguration (dry run)", node, func(ctx context.Context) (err error) {
-			res, err = c.apply(ctx, data, true)
-			return err
-		})
-		return res, err
+		return c.applyDryRun(ctx, node, data)
 	}
 	before, err := c.BootID(ctx, node)
 	if err != nil {
@@ -89,21 +84,41 @@ func (c *Client) ApplyConfiguration(ctx context.Context, node string, data []byt
 		case applyRebooted:
 			return ApplyResult{Reboot: true, Mode: machineapi.ApplyConfigurationRequest_REBOOT.String(), Details: nodeStatus(err).Message(), BootID: before}, nil //nolint:staticcheck // the mode Talos ≤ 1.13 answers with
 		case applyFailed:
-			if inDoubt || errors.Is(err, context.DeadlineExceeded) {
-				err = fmt.Errorf("%w (%s)", err, mayBeApplied)
-			}
-			return ApplyResult{}, err
+			return ApplyResult{}, mayBeAppliedIf(inDoubt || errors.Is(err, context.DeadlineExceeded), err)
 		case applyRetry:
 			inDoubt = inDoubt || answerLost(err) || errors.Is(err, context.DeadlineExceeded)
-			spent := !inDoubt && attempt == readAttempts || inDoubt && time.Since(start) > c.opts.InstallTimeout
-			if spent || ctxwait.Sleep(ctx, c.opts.RetryInterval) != nil {
-				if inDoubt {
-					err = fmt.Errorf("%w (%s)", err, mayBeApplied)
-				}
-				return ApplyResult{}, err
+			if !c.applyAgain(ctx, attempt, inDoubt, start) {
+				return ApplyResult{}, mayBeAppliedIf(inDoubt, err)
 			}
 		}
 	}
+}
+
+// applyDryRun asks node what applying data would do, with its diff.
+func (c *Client) applyDryRun(ctx context.Context, node string, data []byte) (ApplyResult, error) {
+	var res ApplyResult
+	err := c.read(ctx, "ApplyConfiguration (dry run)", node, func(ctx context.Context) (err error) {
+		res, err = c.apply(ctx, data, true)
+		return err
+	})
+	return res, err
+}
+
+// applyAgain waits before the next apply attempt and reports whether to
+// make it: up to readAttempts attempts, or, once an answer is in doubt,
+// for as long as an install may take since start.
+func (c *Client) applyAgain(ctx context.Context, attempt int, inDoubt bool, start time.Time) bool {
+	spent := !inDoubt && attempt == readAttempts || inDoubt && time.Since(start) > c.opts.InstallTimeout
+	return !spent && ctxwait.Sleep(ctx, c.opts.RetryInterval) == nil
+}
+
+// mayBeAppliedIf qualifies err, when inDoubt, as an apply that may have
+// been applied though its answer was lost.
+func mayBeAppliedIf(inDoubt bool, err error) error {
+	if inDoubt {
+		return fmt.Errorf("%w (%s)", err, mayBeApplied)
+	}
+	return err
 }
 
 // apply is one ApplyConfiguration RPC in mode AUTO.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	machineapi "github.com/siderolabs/talos/pkg/machinery/api/machine"
+	"github.com/siderolabs/talos/pkg/machinery/client"
 	"github.com/siderolabs/talos/pkg/machinery/constants"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -132,16 +133,8 @@ func (c *Client) waitReset(ctx context.Context, node, actor string, w *eventWatc
 	for {
 		select {
 		case e := <-w.events():
-			if e.Error != nil {
-				w.close()
-				continue
-			}
-			w.seen(e.Event.ID)
-			switch done, failure := resetOutcome(e.Event.ActorID, e.Event.Payload, actor); {
-			case failure != "":
-				return fmt.Errorf("talos Reset on %s: %w: %s", node, ErrResetFailed, failure)
-			case done:
-				return nil
+			if done, err := w.resetEvent(e, node, actor); done {
+				return err
 			}
 		case <-tick.C:
 			err := c.resetCheck(bctx, node, w)
@@ -158,15 +151,40 @@ func (c *Client) waitReset(ctx context.Context, node, actor string, w *eventWatc
 				return nil
 			}
 		case <-bctx.Done():
-			switch {
-			case ctx.Err() != nil:
-				return ctx.Err()
-			case gone == 0:
-				return fmt.Errorf("talos Reset on %s: %w after %s: the node still answers and reported no outcome", node, ErrResetTimedOut, o.Budget)
-			default:
-				return fmt.Errorf("talos Reset on %s: %w after %s: the node answered only now and then: %w", node, ErrResetUnknown, o.Budget, last)
-			}
+			return resetGaveUp(ctx, node, o.Budget, gone, last)
 		}
+	}
+}
+
+// resetEvent decides the reset of actor by one event of the watch w: done
+// (with the failure, if it failed) or not yet. A broken watch is closed,
+// for resetCheck to reopen.
+func (w *eventWatch) resetEvent(e client.EventResult, node, actor string) (done bool, err error) {
+	if e.Error != nil {
+		w.close()
+		return false, nil
+	}
+	w.seen(e.Event.ID)
+	switch done, failure := resetOutcome(e.Event.ActorID, e.Event.Payload, actor); {
+	case failure != "":
+		return true, fmt.Errorf("talos Reset on %s: %w: %s", node, ErrResetFailed, failure)
+	case done:
+		return true, nil
+	}
+	return false, nil
+}
+
+// resetGaveUp is the error of a reset wait whose budget ran out (or whose
+// ctx ended): gone counts the node's unreachable answers in a row, last
+// is its last answer.
+func resetGaveUp(ctx context.Context, node string, budget time.Duration, gone int, last error) error {
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case gone == 0:
+		return fmt.Errorf("talos Reset on %s: %w after %s: the node still answers and reported no outcome", node, ErrResetTimedOut, budget)
+	default:
+		return fmt.Errorf("talos Reset on %s: %w after %s: the node answered only now and then: %w", node, ErrResetUnknown, budget, last)
 	}
 }
 
