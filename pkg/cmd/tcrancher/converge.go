@@ -48,9 +48,9 @@ func converge(ctx context.Context, c *plugin.Context) (plugin.Result, error) {
 	if err != nil {
 		return plugin.Result{}, err
 	}
-	v, why := o.decide()
-	if v != importNew && v != resumeImport && v != attached {
-		return plugin.Result{}, errors.New(why)
+	v, err := convergeVerdict(o)
+	if err != nil {
+		return plugin.Result{}, err
 	}
 	plan, err := s.dropDuplicates(ctx, o, c.DryRun)
 	if err != nil {
@@ -62,13 +62,8 @@ func converge(ctx context.Context, c *plugin.Context) (plugin.Result, error) {
 	}
 	if v == importNew {
 		plan = append(plan, state.Change{Action: state.ActionCreate, Kind: "rancher:cluster", Name: o.name, Detail: "import into " + s.url})
-		if !c.DryRun {
-			cl, err := s.rancher.CreateCluster(ctx, o.name, o.identity)
-			if err != nil {
-				return plugin.Result{}, err
-			}
-			id = cl.ID
-			s.logf("created Rancher cluster %s (%s)", o.name, id)
+		if id, err = s.createCluster(ctx, o, id, c.DryRun); err != nil {
+			return plugin.Result{}, err
 		}
 	}
 	if v == importNew || v == resumeImport {
@@ -86,6 +81,30 @@ func converge(ctx context.Context, c *plugin.Context) (plugin.Result, error) {
 		return plugin.Result{Outputs: out}, err
 	}
 	return plugin.Result{Outputs: out, Plan: plan}, nil
+}
+
+// convergeVerdict is o's verdict when converge may go on (import, resume
+// an import, or keep the attached cluster), otherwise why it may not.
+func convergeVerdict(o observed) (verdict, error) {
+	v, why := o.decide()
+	if v != importNew && v != resumeImport && v != attached {
+		return v, errors.New(why)
+	}
+	return v, nil
+}
+
+// createCluster creates o's cluster in Rancher and returns its id; a dry
+// run creates nothing and returns id as it is.
+func (s *session) createCluster(ctx context.Context, o observed, id string, dryRun bool) (string, error) {
+	if dryRun {
+		return id, nil
+	}
+	cl, err := s.rancher.CreateCluster(ctx, o.name, o.identity)
+	if err != nil {
+		return "", err
+	}
+	s.logf("created Rancher cluster %s (%s)", o.name, cl.ID)
+	return cl.ID, nil
 }
 
 // importAgent applies the cluster's import manifest downstream, by
