@@ -63,7 +63,6 @@ func (o *DestroyOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	name := s.cfg.Name
 	found, err := s.survey(ctx)
 	if err != nil {
 		return err
@@ -71,20 +70,10 @@ func (o *DestroyOptions) Run(ctx context.Context) error {
 	if err := found.refusal(s.cfg); err != nil {
 		return err
 	}
-	s.out.Warn("destroy %s: every resource talosc owns for this cluster (%s), then %s and %s, will be removed; %s is kept, dated",
-		name, machinesFound(found.machines), config.TalosconfigFile, config.KubeconfigFile, config.TalosSecretsFile)
-	if !o.Yes && !o.DryRun {
-		if err := confirm(ctx, o.Globals.Streams, "type the cluster name to confirm: ", name); err != nil {
-			return err
-		}
+	if err := o.confirmDestroy(ctx, s, found); err != nil {
+		return err
 	}
-	doc := state.New(name, actionDestroy)
-	var pluginErr error
-	if _, bootstrapped := phase.ClientFile(s.cfg, config.KubeconfigFile); bootstrapped {
-		doc, pluginErr = s.runActivePlugins(ctx, plugin.HookDestroy, doc, plugin.CallOptions{DryRun: o.DryRun, Yes: true})
-	} else {
-		s.out.Info("plugins: the cluster was never bootstrapped (no kubeconfig); skipping their destroy hooks")
-	}
+	doc, pluginErr := s.destroyPlugins(ctx, o.DryRun)
 	extra := []string{"--yes"}
 	if o.DryRun {
 		extra = []string{"--dry-run"}
@@ -100,21 +89,52 @@ func (o *DestroyOptions) Run(ctx context.Context) error {
 	if res.code != 0 {
 		return &cli.ExitError{Code: res.code, Err: fmt.Errorf("phase %s failed; %s and the client files were kept", res.failed, config.TalosSecretsFile)}
 	}
-	if !o.DryRun {
-		if err := destroyedAll(res.doc); err != nil {
-			return err
-		}
-	}
-	if err := s.keepIdentity(o.DryRun, time.Now()); err != nil {
-		return err
-	}
-	if err := s.resetFiles(o.DryRun); err != nil {
+	if err := s.afterDestroy(res.doc, o.DryRun); err != nil {
 		return err
 	}
 	if pluginErr != nil {
 		return &cli.ExitError{Code: cli.ExitFailure, Err: pluginErr}
 	}
 	return nil
+}
+
+// confirmDestroy says what destroy removes and, unless --yes or
+// --dry-run, asks for the cluster name.
+func (o *DestroyOptions) confirmDestroy(ctx context.Context, s *session, found destroySurvey) error {
+	name := s.cfg.Name
+	s.out.Warn("destroy %s: every resource talosc owns for this cluster (%s), then %s and %s, will be removed; %s is kept, dated",
+		name, machinesFound(found.machines), config.TalosconfigFile, config.KubeconfigFile, config.TalosSecretsFile)
+	if o.Yes || o.DryRun {
+		return nil
+	}
+	return confirm(ctx, o.Globals.Streams, "type the cluster name to confirm: ", name)
+}
+
+// destroyPlugins runs the active plugins' destroy hooks on a new document
+// when the cluster was ever bootstrapped; the plugins' error is returned
+// with the document, for destroy to report after the phases ran.
+func (s *session) destroyPlugins(ctx context.Context, dryRun bool) (*state.Document, error) {
+	doc := state.New(s.cfg.Name, actionDestroy)
+	if _, bootstrapped := phase.ClientFile(s.cfg, config.KubeconfigFile); !bootstrapped {
+		s.out.Info("plugins: the cluster was never bootstrapped (no kubeconfig); skipping their destroy hooks")
+		return doc, nil
+	}
+	return s.runActivePlugins(ctx, plugin.HookDestroy, doc, plugin.CallOptions{DryRun: dryRun, Yes: true})
+}
+
+// afterDestroy, once the phases succeeded and (unless dryRun) doc proves
+// the owned machines gone, keeps the identity dated and removes the
+// client files.
+func (s *session) afterDestroy(doc *state.Document, dryRun bool) error {
+	if !dryRun {
+		if err := destroyedAll(doc); err != nil {
+			return err
+		}
+	}
+	if err := s.keepIdentity(dryRun, time.Now()); err != nil {
+		return err
+	}
+	return s.resetFiles(dryRun)
 }
 
 // machinesFound says what the provider listed.

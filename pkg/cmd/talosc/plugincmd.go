@@ -71,32 +71,13 @@ func (o *PluginOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	idx := slices.IndexFunc(s.plugins, func(p plugin.Plugin) bool { return p.Name == o.Name })
-	if idx < 0 {
-		return cli.Usagef("no plugin %q is installed (installed: %s)", o.Name, pluginNames(s.plugins))
-	}
-	p := s.plugins[idx]
-	hook, dryRun := o.Action, o.DryRun
-	if hook == actionPlan {
-		hook, dryRun = plugin.HookConverge, true
-	}
-	if !p.Implements(hook) {
-		return fmt.Errorf("plugin %s does not implement %s", p.Name, hook)
+	p, hook, dryRun, err := o.pluginHook(s)
+	if err != nil {
+		return err
 	}
 	doc := state.New(s.cfg.Name, o.Action)
-	if hook == plugin.HookConverge || hook == plugin.HookDestroy {
-		if err := s.validatePlugins(ctx, []plugin.Plugin{p}, doc); err != nil {
-			return err
-		}
-	}
-	if len(s.activePlugins(ctx, []plugin.Plugin{p}, doc)) == 0 {
-		s.out.Info("plugin %s is not configured in %s; nothing to do", p.Name, s.dir)
-		return nil
-	}
-	if hook == plugin.HookDestroy && !o.Yes && !dryRun {
-		if err := confirm(ctx, o.Globals.Streams, "type the cluster name to confirm: ", s.cfg.Name); err != nil {
-			return err
-		}
+	if proceed, err := o.readyToCall(ctx, s, p, hook, dryRun, doc); !proceed || err != nil {
+		return err
 	}
 	// Call always returns a document; on failure it records the failed section.
 	out, sec, callErr := s.runner().Call(ctx, p, hook, doc, plugin.CallOptions{DryRun: dryRun, Yes: true})
@@ -111,6 +92,46 @@ func (o *PluginOptions) Run(ctx context.Context) error {
 		return &cli.ExitError{Code: cli.ExitFailure, Err: callErr}
 	}
 	return nil
+}
+
+// pluginHook is the installed plugin the command names and the hook its
+// action runs ("plan" is a dry-run converge), which the plugin must
+// implement.
+func (o *PluginOptions) pluginHook(s *session) (p plugin.Plugin, hook string, dryRun bool, err error) {
+	idx := slices.IndexFunc(s.plugins, func(p plugin.Plugin) bool { return p.Name == o.Name })
+	if idx < 0 {
+		return plugin.Plugin{}, "", false, cli.Usagef("no plugin %q is installed (installed: %s)", o.Name, pluginNames(s.plugins))
+	}
+	p = s.plugins[idx]
+	hook, dryRun = o.Action, o.DryRun
+	if hook == actionPlan {
+		hook, dryRun = plugin.HookConverge, true
+	}
+	if !p.Implements(hook) {
+		return plugin.Plugin{}, "", false, fmt.Errorf("plugin %s does not implement %s", p.Name, hook)
+	}
+	return p, hook, dryRun, nil
+}
+
+// readyToCall validates the plugin before converge or destroy, skips a
+// plugin that is not configured (proceed false, no error), and confirms
+// a destroy unless --yes or a dry run.
+func (o *PluginOptions) readyToCall(ctx context.Context, s *session, p plugin.Plugin, hook string, dryRun bool, doc *state.Document) (proceed bool, err error) {
+	if hook == plugin.HookConverge || hook == plugin.HookDestroy {
+		if err := s.validatePlugins(ctx, []plugin.Plugin{p}, doc); err != nil {
+			return false, err
+		}
+	}
+	if len(s.activePlugins(ctx, []plugin.Plugin{p}, doc)) == 0 {
+		s.out.Info("plugin %s is not configured in %s; nothing to do", p.Name, s.dir)
+		return false, nil
+	}
+	if hook == plugin.HookDestroy && !o.Yes && !dryRun {
+		if err := confirm(ctx, o.Globals.Streams, "type the cluster name to confirm: ", s.cfg.Name); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
 }
 
 // printHookReport prints a status or check report: text, or {name: report}.
