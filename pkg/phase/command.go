@@ -121,7 +121,7 @@ cluster.yaml (in -C DIR) and the JSON state document of earlier phases on stdin
 // Run performs action for p and writes the resulting document to stdout. It
 // writes a document on every path where it can, so downstream phases see why
 // it stopped.
-func (o *Options) Run(ctx context.Context, p Phase, action string) error {
+func (o *Options) Run(ctx context.Context, p Phase, action string) error { //nolint:cyclop // split by the validation-at-the-head change (issue 23 item 4a)
 	out := ui.New(o.Streams.ErrOut, os.Environ())
 	doc, err := readState(o.Streams.In)
 	if err != nil {
@@ -196,7 +196,7 @@ func (o *Options) Run(ctx context.Context, p Phase, action string) error {
 	return errors.Join(runErr, o.write(doc, p.Name(), sec))
 }
 
-func (o *Options) perform(ctx context.Context, p Phase, action string, in *Input, sec *state.Section) error {
+func (o *Options) perform(ctx context.Context, p Phase, action string, in *Input, sec *state.Section) error { //nolint:cyclop // split by the validation-at-the-head change (issue 23 item 4a)
 	switch action {
 	case ActionPlan, ActionConverge:
 		if err := p.Converge(ctx, in, sec); err != nil {

@@ -47,7 +47,7 @@ func (r *run) classified(changes []state.Change) []state.Change {
 // whether the cluster is up. A
 // class its producer set is kept: only the producer knows, for instance,
 // whether an apply reboots the node on its running Talos version.
-func classify(c state.Change, machineKind string, roles nodeRoles, up bool) state.Change {
+func classify(c state.Change, machineKind string, roles nodeRoles, up bool) state.Change { //nolint:cyclop // the nodes phase is being restructured (issue 23 item 2)
 	if c.Node == "" {
 		if _, ok := roles[c.Name]; ok {
 			c.Node = c.Name
