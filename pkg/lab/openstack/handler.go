@@ -11,6 +11,8 @@ type call struct {
 	w http.ResponseWriter
 	r *http.Request
 	t *token
+	// mv is the microversion's minor number (Nova 2.x, Cinder 3.x).
+	mv int
 }
 
 // handler serves one route, as the Proxmox lab's do: it returns the body to
@@ -31,22 +33,48 @@ func created(body any) reply { return reply{status: http.StatusCreated, body: bo
 // noContent answers 204.
 func noContent() reply { return reply{status: http.StatusNoContent} }
 
+// dialect is how one service answers.
+type dialect struct {
+	// writeErr writes an error in the service's own body.
+	writeErr func(http.ResponseWriter, *apiError)
+	// check, when set, vets every call before its handler runs
+	// (microversions, the project in the path).
+	check func(c *call) *apiError
+}
+
 // The services' envelopes, chosen here once: each wraps its handlers in
 // token validation and writes their errors in its own body.
 
-func (s *Cloud) neutron(h handler) http.HandlerFunc { return s.serve(neutronError, h) }
+func (s *Cloud) neutron(h handler) http.HandlerFunc {
+	return s.serve(dialect{writeErr: neutronError}, h)
+}
 
-// serve validates the token, runs h and writes its answer; errors go
-// through writeErr, the service's error body.
-func (s *Cloud) serve(writeErr func(http.ResponseWriter, *apiError), h handler) http.HandlerFunc {
+func (s *Cloud) nova(h handler) http.HandlerFunc {
+	return s.serve(dialect{writeErr: novaError, check: novaCheck}, h)
+}
+
+func (s *Cloud) cinder(h handler) http.HandlerFunc {
+	return s.serve(dialect{writeErr: cinderError, check: cinderCheck}, h)
+}
+
+// serve validates the token, runs d's check and h, and writes h's answer
+// or the error in d's body.
+func (s *Cloud) serve(d dialect, h handler) http.HandlerFunc {
 	return s.authed(func(w http.ResponseWriter, r *http.Request, t *token) {
-		body, err := h(&call{s: s, w: w, r: r, t: t})
+		c := &call{s: s, w: w, r: r, t: t}
+		if d.check != nil {
+			if e := d.check(c); e != nil {
+				d.writeErr(w, e)
+				return
+			}
+		}
+		body, err := h(c)
 		if err != nil {
 			var ae *apiError
 			if !errors.As(err, &ae) {
 				ae = errf(http.StatusInternalServerError, "HTTPInternalServerError", "%v", err)
 			}
-			writeErr(w, ae)
+			d.writeErr(w, ae)
 			return
 		}
 		rp, ok := body.(reply)

@@ -55,10 +55,10 @@ func tagsAPI(cl *call) (any, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	tags, m, e := c.taggable(r.PathValue("collection"), r.PathValue("id"), cl.t)
-	if e == nil {
-		e = validTags(append(slices.Clone(replace), r.PathValue("tag")))
-	}
 	if e != nil {
+		return nil, e
+	}
+	if e := validTags(append(slices.Clone(replace), r.PathValue("tag"))); e != nil {
 		return nil, e
 	}
 	tag := r.PathValue("tag")
