@@ -57,6 +57,10 @@ func (s *Cloud) cinder(h handler) http.HandlerFunc {
 	return s.serve(dialect{writeErr: cinderError, check: cinderCheck}, h)
 }
 
+func (s *Cloud) glance(h handler) http.HandlerFunc {
+	return s.serve(dialect{writeErr: glanceError}, h)
+}
+
 // serve validates the token, runs d's check and h, and writes h's answer
 // or the error in d's body.
 func (s *Cloud) serve(d dialect, h handler) http.HandlerFunc {
