@@ -45,50 +45,63 @@ type dialect struct {
 // The services' envelopes, chosen here once: each wraps its handlers in
 // token validation and writes their errors in its own body.
 
-func (s *Cloud) neutron(h handler) http.HandlerFunc {
-	return s.serve(dialect{writeErr: neutronError}, h)
+func (s *Cloud) keystone(h handler) http.HandlerFunc { return s.serve(keystoneDialect(), h) }
+
+// keystoneOpen serves h without a token (the call that issues one).
+func (s *Cloud) keystoneOpen(h handler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) { answer(keystoneDialect(), &call{s: s, w: w, r: r}, h) }
 }
+
+func keystoneDialect() dialect { return dialect{writeErr: keystoneError} }
 
 func (s *Cloud) nova(h handler) http.HandlerFunc {
 	return s.serve(dialect{writeErr: novaError, check: novaCheck}, h)
 }
 
-func (s *Cloud) cinder(h handler) http.HandlerFunc {
-	return s.serve(dialect{writeErr: cinderError, check: cinderCheck}, h)
+func (s *Cloud) neutron(h handler) http.HandlerFunc {
+	return s.serve(dialect{writeErr: neutronError}, h)
 }
 
 func (s *Cloud) glance(h handler) http.HandlerFunc {
 	return s.serve(dialect{writeErr: glanceError}, h)
 }
 
-// serve validates the token, runs d's check and h, and writes h's answer
-// or the error in d's body.
+func (s *Cloud) cinder(h handler) http.HandlerFunc {
+	return s.serve(dialect{writeErr: cinderError, check: cinderCheck}, h)
+}
+
+// serve validates the token, then answers with h in d's dialect.
 func (s *Cloud) serve(d dialect, h handler) http.HandlerFunc {
 	return s.authed(func(w http.ResponseWriter, r *http.Request, t *token) {
-		c := &call{s: s, w: w, r: r, t: t}
-		if d.check != nil {
-			if e := d.check(c); e != nil {
-				d.writeErr(w, e)
-				return
-			}
-		}
-		body, err := h(c)
-		if err != nil {
-			var ae *apiError
-			if !errors.As(err, &ae) {
-				ae = errf(http.StatusInternalServerError, "HTTPInternalServerError", "%v", err)
-			}
-			d.writeErr(w, ae)
-			return
-		}
-		rp, ok := body.(reply)
-		if !ok {
-			rp = reply{status: http.StatusOK, body: body}
-		}
-		if rp.body == nil {
-			w.WriteHeader(rp.status)
-			return
-		}
-		writeJSON(w, rp.status, rp.body)
+		answer(d, &call{s: s, w: w, r: r, t: t}, h)
 	})
+}
+
+// answer runs d's check and h, and writes h's answer or the error in d's
+// body.
+func answer(d dialect, c *call, h handler) {
+	if d.check != nil {
+		if e := d.check(c); e != nil {
+			d.writeErr(c.w, e)
+			return
+		}
+	}
+	body, err := h(c)
+	if err != nil {
+		var ae *apiError
+		if !errors.As(err, &ae) {
+			ae = errf(http.StatusInternalServerError, "HTTPInternalServerError", "%v", err)
+		}
+		d.writeErr(c.w, ae)
+		return
+	}
+	rp, ok := body.(reply)
+	if !ok {
+		rp = reply{status: http.StatusOK, body: body}
+	}
+	if rp.body == nil {
+		c.w.WriteHeader(rp.status)
+		return
+	}
+	writeJSON(c.w, rp.status, rp.body)
 }
