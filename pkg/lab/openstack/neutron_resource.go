@@ -74,6 +74,13 @@ func (k resource[T, P]) list(c *call) (any, error) {
 }
 
 func (k resource[T, P]) show(c *call) (any, error) {
+	return k.one(c, func(st *state, x P) (any, error) {
+		return map[string]any{k.kind: k.view(st, x, c.t)}, nil
+	})
+}
+
+// one runs f on the resource of the path's id, with the lock held.
+func (k resource[T, P]) one(c *call, f func(st *state, x P) (any, error)) (any, error) {
 	st := c.s.st
 	st.mu.Lock()
 	defer st.unlock()
@@ -81,7 +88,7 @@ func (k resource[T, P]) show(c *call) (any, error) {
 	if e != nil {
 		return nil, e
 	}
-	return map[string]any{k.kind: k.view(st, x, c.t)}, nil
+	return f(st, x)
 }
 
 func (k resource[T, P]) post(c *call) (any, error) {
@@ -104,35 +111,25 @@ func (k resource[T, P]) put(c *call) (any, error) {
 	if e != nil {
 		return nil, e
 	}
-	st := c.s.st
-	st.mu.Lock()
-	defer st.unlock()
-	x, e := k.find(st, c.r.PathValue("id"), c.t)
-	if e != nil {
-		return nil, e
-	}
-	if e := ifMatch(c.r, *x.base()); e != nil {
-		return nil, e
-	}
-	if e := st.checkAttrs(spec, false, k.attrs, k.readOnly); e != nil {
-		return nil, e
-	}
-	if e := k.update(st, x, spec, c.t); e != nil {
-		return nil, e
-	}
-	return map[string]any{k.kind: k.view(st, x, c.t)}, nil
+	return k.one(c, func(st *state, x P) (any, error) {
+		if e := ifMatch(c.r, *x.base()); e != nil {
+			return nil, e
+		}
+		if e := st.checkAttrs(spec, false, k.attrs, k.readOnly); e != nil {
+			return nil, e
+		}
+		if e := k.update(st, x, spec, c.t); e != nil {
+			return nil, e
+		}
+		return map[string]any{k.kind: k.view(st, x, c.t)}, nil
+	})
 }
 
 func (k resource[T, P]) destroy(c *call) (any, error) {
-	st := c.s.st
-	st.mu.Lock()
-	defer st.unlock()
-	x, e := k.find(st, c.r.PathValue("id"), c.t)
-	if e != nil {
-		return nil, e
-	}
-	if e := k.remove(st, x, c.t); e != nil {
-		return nil, e
-	}
-	return noContent(), nil
+	return k.one(c, func(st *state, x P) (any, error) {
+		if e := k.remove(st, x, c.t); e != nil {
+			return nil, e
+		}
+		return noContent(), nil
+	})
 }
