@@ -27,6 +27,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/talosc/talosc/pkg/lab"
+	"github.com/talosc/talosc/pkg/lab/follow"
 	"github.com/talosc/talosc/pkg/lab/labnet"
 	osprovider "github.com/talosc/talosc/pkg/provider/openstack"
 )
@@ -92,9 +93,9 @@ func (s *scriptLab) follow(ts *testscript.TestScript, args []string) {
 	// The lab follows as admin (every project's servers, their
 	// user_data); the cluster belongs to the member user, whose
 	// credentials the same clouds.yaml reader returns.
-	admin, err := lab.FollowOptionsFromClouds(path, "oslab")
+	admin, err := follow.FromClouds(path, "oslab")
 	ts.Check(err)
-	member, err := lab.FollowOptionsFromClouds(path, "oslab-demo")
+	member, err := follow.FromClouds(path, "oslab-demo")
 	ts.Check(err)
 	admin.Interval = 300 * time.Millisecond
 	clusterCIDR, _ := s.networks()

@@ -61,11 +61,11 @@ func (k *kubernetes) onBootstrap(info talosnode.BootstrapInfo) {
 			sans = append(sans, a)
 		}
 	}
-	if fixed, ok := l.nat.target(vip); ok { // the endpoint is a floating IP: serve on the VIP behind it
+	if fixed, ok := l.nat.Target(vip); ok { // the endpoint is a floating IP: serve on the VIP behind it
 		vip = fixed
 	}
 	k.waitStopped(info.ClusterName)
-	l.vips.bootstrapped(info.ClusterName, vip)
+	l.vips.Bootstrapped(info.ClusterName, vip)
 	dataDir := k.dataDir(info.ClusterName)
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		l.logf("kubernetes for %s: %v", info.ClusterName, err)
@@ -98,7 +98,7 @@ func (k *kubernetes) onBootstrap(info talosnode.BootstrapInfo) {
 	}
 	k.servers[info.ClusterName] = srv
 	k.mu.Unlock()
-	l.vips.attach(info.ClusterName, srv)
+	l.vips.Attach(info.ClusterName, srv)
 	l.add(Endpoint{Name: serviceName(info.ClusterName), URL: srv.URL()}, nil)
 	for _, n := range l.fleet.Nodes() {
 		if st := n.Status(); st.Cluster == info.ClusterName && st.APIUp {
@@ -140,7 +140,7 @@ func (k *kubernetes) stopIfGone(cluster string) {
 	}) {
 		return
 	}
-	l.vips.forget(cluster)
+	l.vips.Forget(cluster)
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	srv, ok := k.servers[cluster]

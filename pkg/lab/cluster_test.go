@@ -22,6 +22,7 @@ import (
 	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/lab"
 	"github.com/talosc/talosc/pkg/lab/talosnode"
+	"github.com/talosc/talosc/pkg/lab/vip"
 	"github.com/talosc/talosc/pkg/talos/identity"
 )
 
@@ -122,7 +123,7 @@ func TestClusterAPIGoesWithItsLastControlPlane(t *testing.T) {
 				if _, err := os.Stat(filepath.Dir(api.LogPath())); !errors.Is(err, os.ErrNotExist) {
 					return fmt.Errorf("its data directory: %w", err)
 				}
-				if l.KubeAPI(name) != nil || slices.ContainsFunc(l.Status().VIPs, func(v lab.VIPStatus) bool { return v.Cluster == name }) ||
+				if l.KubeAPI(name) != nil || slices.ContainsFunc(l.Status().VIPs, func(v vip.Status) bool { return v.Cluster == name }) ||
 					slices.ContainsFunc(l.Services(), func(e lab.Endpoint) bool { return e.Name == "kubernetes/"+name }) {
 					return fmt.Errorf("the lab still knows it: %+v", l.Status())
 				}

@@ -26,7 +26,7 @@ func staticPods(st talosnode.NodeStatus) []kubeapi.StaticPod {
 // nobody holds it), the lowest tag among the running control planes. ""
 // (the binary's version) when none runs.
 func (k *kubernetes) apiServerVersion(cluster string, vip netip.Addr) string {
-	owner := k.lab.vips.owner(cluster, vip)
+	owner := k.lab.vips.Owner(cluster, vip)
 	var lowest *version.Version
 	lowestTag := ""
 	for _, n := range k.lab.fleet.Nodes() {

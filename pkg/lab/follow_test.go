@@ -29,6 +29,7 @@ import (
 
 	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/lab"
+	"github.com/talosc/talosc/pkg/lab/follow"
 	"github.com/talosc/talosc/pkg/lab/labnet"
 	"github.com/talosc/talosc/pkg/lab/openstack"
 	"github.com/talosc/talosc/pkg/talos/factory"
@@ -72,11 +73,11 @@ func TestFollowRealOpenStack(t *testing.T) {
 	if path == "" {
 		t.Skipf("no real OpenStack: set %s to the clouds.yaml of ../shared/openstack-lab (e.g. /opt/oslab/clouds.yaml) after its up.sh", realOpenStackEnv)
 	}
-	admin, err := lab.FollowOptionsFromClouds(path, "oslab")
+	admin, err := follow.FromClouds(path, "oslab")
 	if err != nil {
 		t.Fatal(err)
 	}
-	demo, err := lab.FollowOptionsFromClouds(path, "oslab-demo")
+	demo, err := follow.FromClouds(path, "oslab-demo")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +91,7 @@ func followTest(t *testing.T, admin, user gophercloud.AuthOptions, cidr string, 
 	t.Helper()
 	ctx := t.Context()
 	l, err := lab.Start(ctx, lab.Options{
-		Follow:    &lab.FollowOptions{Auth: admin, Interval: interval, CallTimeout: 10 * time.Second, Only: netip.MustParsePrefix(cidr)},
+		Follow:    &follow.Options{Auth: admin, Interval: interval, CallTimeout: 10 * time.Second, Only: netip.MustParsePrefix(cidr)},
 		NodesBoot: 10 * time.Millisecond, Logf: t.Logf,
 	})
 	if err != nil {
@@ -337,7 +338,7 @@ func TestFollowKeepsNodesWhenTheCloudFails(t *testing.T) {
 	}
 	const callTimeout = 200 * time.Millisecond
 	l, err := lab.Start(ctx, lab.Options{
-		Follow:    &lab.FollowOptions{Auth: auth("admin"), Interval: time.Hour, CallTimeout: callTimeout},
+		Follow:    &follow.Options{Auth: auth("admin"), Interval: time.Hour, CallTimeout: callTimeout},
 		NodesBoot: time.Millisecond, Logf: t.Logf,
 	})
 	if err != nil {

@@ -19,12 +19,15 @@ import (
 	"time"
 
 	"github.com/talosc/talosc/pkg/lab/argocd"
+	"github.com/talosc/talosc/pkg/lab/follow"
 	"github.com/talosc/talosc/pkg/lab/imagefactory"
 	"github.com/talosc/talosc/pkg/lab/labnet"
+	"github.com/talosc/talosc/pkg/lab/nat"
 	"github.com/talosc/talosc/pkg/lab/openstack"
 	"github.com/talosc/talosc/pkg/lab/proxmox"
 	"github.com/talosc/talosc/pkg/lab/rancher"
 	"github.com/talosc/talosc/pkg/lab/talosnode"
+	"github.com/talosc/talosc/pkg/lab/vip"
 )
 
 // Providers the lab simulates.
@@ -77,8 +80,8 @@ type Options struct {
 	// running side by side in one process need their own.
 	ClusterCIDR, ExternalCIDR string
 	// Follow, when set, makes the lab follow a real OpenStack instead of
-	// simulating one (Provider is then "openstack"): see FollowOptions.
-	Follow *FollowOptions
+	// simulating one (Provider is then "openstack"): see follow.Options.
+	Follow *follow.Options
 }
 
 // Endpoint is one service the lab runs.
@@ -94,10 +97,10 @@ type Lab struct {
 	cancel    context.CancelFunc
 	dataDir   string
 	logf      func(format string, args ...any)
-	nat       *nat
+	nat       *nat.NAT
 	fleet     *talosnode.Fleet
 	kube      *kubernetes
-	vips      *vips
+	vips      *vip.Tracker
 	nodeKnobs *nodeKnobs
 	rec       *labnet.Recorder
 	inj       *labnet.Injector
@@ -116,7 +119,7 @@ type Lab struct {
 	// Rancher is the simulated Rancher (for the rancher plugin).
 	Rancher *rancher.Server
 	// Follower follows a real OpenStack (Options.Follow).
-	Follower *Follower
+	Follower *follow.Follower
 	bridge   *bridge
 }
 
@@ -131,12 +134,12 @@ func Start(ctx context.Context, o Options) (*Lab, error) {
 	if len(o.TalosVersions) == 0 {
 		o.TalosVersions = []string{DefaultTalosVersion, NewestTalosVersion}
 	}
-	l := &Lab{opts: o, rec: &labnet.Recorder{}, inj: labnet.NewInjector(o.Knobs), started: time.Now(), nat: newNAT(), logf: o.Logf}
+	l := &Lab{opts: o, rec: &labnet.Recorder{}, inj: labnet.NewInjector(o.Knobs), started: time.Now(), nat: nat.New(), logf: o.Logf}
 	if l.logf == nil {
 		l.logf = func(string, ...any) {}
 	}
 	l.ctx, l.cancel = context.WithCancel(ctx)
-	l.closers = append(l.closers, func() error { l.cancel(); return nil }, l.nat.close)
+	l.closers = append(l.closers, func() error { l.cancel(); return nil }, l.nat.Close)
 	if err := l.start(o); err != nil {
 		return nil, errors.Join(err, l.Close())
 	}
@@ -185,11 +188,11 @@ func (l *Lab) start(o Options) error {
 		OnEvent:     l.onNodeEvent,
 		KubeAPI:     l.kube.healthAPI,
 	})
-	l.vips = &vips{lab: l, delay: cmp.Or(o.VIPFailover, DefaultVIPFailover), byCluster: map[string]*clusterVIPs{}}
+	l.vips = vip.New(l.fleet, cmp.Or(o.VIPFailover, DefaultVIPFailover), l.logf)
 	l.nodeKnobs = &nodeKnobs{fleet: l.fleet, pending: map[netip.Addr]talosnode.Knobs{}}
 	// closers run backwards: the Kubernetes APIs, then the VIPs stop before
 	// the fleet powers off
-	l.closers = append(l.closers, l.fleet.Close, l.vips.close, l.kube.close)
+	l.closers = append(l.closers, l.fleet.Close, l.vips.Close, l.kube.close)
 	switch {
 	case o.Follow != nil:
 		return l.startFollow(*o.Follow)
@@ -204,7 +207,7 @@ func (l *Lab) start(o Options) error {
 
 // onNodeEvent moves the VIPs, then mirrors the node into its Kubernetes.
 func (l *Lab) onNodeEvent(ev talosnode.Event) {
-	l.vips.onNodeEvent(ev)
+	l.vips.OnNodeEvent(ev)
 	l.kube.onNodeEvent(ev)
 }
 
@@ -302,7 +305,7 @@ type Status struct {
 	Late        int `json:"late"`
 	LatePending int `json:"latePending"`
 	// VIPs are the clusters' API VIPs and their owners.
-	VIPs []VIPStatus `json:"vips,omitempty"`
+	VIPs []vip.Status `json:"vips,omitempty"`
 }
 
 // Status reports the lab's services and call counts.
@@ -326,7 +329,7 @@ func (l *Lab) Status() Status {
 		Lost:         lost,
 		Late:         late,
 		LatePending:  l.inj.Pending(),
-		VIPs:         l.vips.status(),
+		VIPs:         l.vips.Status(),
 	}
 }
 

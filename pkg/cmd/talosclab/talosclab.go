@@ -21,6 +21,7 @@ import (
 
 	"github.com/talosc/talosc/pkg/cli"
 	"github.com/talosc/talosc/pkg/lab"
+	"github.com/talosc/talosc/pkg/lab/follow"
 	"github.com/talosc/talosc/pkg/lab/labnet"
 	"github.com/talosc/talosc/pkg/version"
 )
@@ -151,15 +152,15 @@ func (o *UpOptions) knobs() labnet.Knobs {
 // Run starts the lab, writes the state file, and serves until ctx ends.
 func (o *UpOptions) Run(ctx context.Context, s cli.Streams) error {
 	start := time.Now()
-	var follow *lab.FollowOptions
+	var followed *follow.Options
 	if o.FollowCloud != "" {
 		var err error
-		if follow, err = lab.FollowOptionsFromClouds(o.CloudsYAML, o.FollowCloud); err != nil {
+		if followed, err = follow.FromClouds(o.CloudsYAML, o.FollowCloud); err != nil {
 			return err
 		}
 	}
 	l, err := lab.Start(ctx, lab.Options{
-		Follow:      follow,
+		Follow:      followed,
 		Provider:    o.Provider,
 		NodesBoot:   o.NodesBoot,
 		ArgoCD:      o.ArgoCD,
@@ -172,7 +173,7 @@ func (o *UpOptions) Run(ctx context.Context, s cli.Streams) error {
 	}
 	defer func() { _ = l.Close() }()
 	var files []string
-	if follow == nil {
+	if followed == nil {
 		files, err = l.WriteClusterDir(o.Dir, "lab")
 		if err == nil && o.Rancher {
 			var more []string
@@ -207,7 +208,7 @@ func (o *UpOptions) Run(ctx context.Context, s cli.Streams) error {
 	}
 	fmt.Fprintf(s.ErrOut, "%-14s %s\n", "control", st.Control)
 	fmt.Fprintf(s.ErrOut, "cluster dir    %s (%s)\n", o.Dir, strings.Join(files, ", "))
-	if follow != nil { // the followed cloud's cluster.yaml is the user's: name the lab's factory there
+	if followed != nil { // the followed cloud's cluster.yaml is the user's: name the lab's factory there
 		fmt.Fprintf(s.ErrOut, "in cluster.yaml talos.image_factory: {url: %s, allow_http: true}\n", l.Factory.URL)
 		fmt.Fprintf(s.ErrOut, "               kubernetes.kubelet_repository: {url: %s, allow_http: true}\n", l.Factory.KubeletRepositoryURL())
 	}

@@ -23,38 +23,32 @@ func cinderError(w http.ResponseWriter, e *apiError) {
 	novaError(w, e)
 }
 
-// cinderHandler is a Cinder handler: token, project and microversion checked.
-type cinderHandler func(w http.ResponseWriter, r *http.Request, t *token, mv int)
-
-func (s *Cloud) cinder(h cinderHandler) http.HandlerFunc {
-	return s.authed(func(w http.ResponseWriter, r *http.Request, t *token) {
-		mv := 0
-		v := r.Header.Get("X-OpenStack-Volume-API-Version")
-		if h := r.Header.Get("OpenStack-API-Version"); h != "" {
-			if svc, ver, ok := strings.Cut(strings.TrimSpace(h), " "); ok && strings.EqualFold(svc, "volume") {
-				v = ver
-			}
+// cinderCheck checks the microversion and the project in the path, and
+// answers with the microversion.
+func cinderCheck(c *call) *apiError {
+	v := c.r.Header.Get("X-OpenStack-Volume-API-Version")
+	if h := c.r.Header.Get("OpenStack-API-Version"); h != "" {
+		if svc, ver, ok := strings.Cut(strings.TrimSpace(h), " "); ok && strings.EqualFold(svc, "volume") {
+			v = ver
 		}
-		if v == "latest" {
-			v = fmt.Sprintf("3.%d", cinderMaxMinor)
+	}
+	if v == "latest" {
+		v = fmt.Sprintf("3.%d", cinderMaxMinor)
+	}
+	if v != "" {
+		major, minor, _ := strings.Cut(v, ".")
+		n, err := strconv.Atoi(minor)
+		if major != "3" || err != nil || n > cinderMaxMinor {
+			return errf(http.StatusNotAcceptable, "", "Version %s is not supported by the API. Minimum is 3.0 and maximum is 3.%d.", v, cinderMaxMinor)
 		}
-		if v != "" {
-			major, minor, _ := strings.Cut(v, ".")
-			n, err := strconv.Atoi(minor)
-			if major != "3" || err != nil || n > cinderMaxMinor {
-				cinderError(w, errf(http.StatusNotAcceptable, "", "Version %s is not supported by the API. Minimum is 3.0 and maximum is 3.%d.", v, cinderMaxMinor))
-				return
-			}
-			mv = n
-		}
-		if r.PathValue("project") != t.project && !t.admin() {
-			cinderError(w, errf(http.StatusForbidden, "", "Policy doesn't allow volume:get_all to be performed."))
-			return
-		}
-		w.Header().Set("OpenStack-API-Version", fmt.Sprintf("volume 3.%d", mv))
-		w.Header().Set("Vary", "OpenStack-API-Version")
-		h(w, r, t, mv)
-	})
+		c.mv = n
+	}
+	if c.r.PathValue("project") != c.t.project && !c.t.admin() {
+		return errf(http.StatusForbidden, "", "Policy doesn't allow volume:get_all to be performed.")
+	}
+	c.w.Header().Set("OpenStack-API-Version", fmt.Sprintf("volume 3.%d", c.mv))
+	c.w.Header().Set("Vary", "OpenStack-API-Version")
+	return nil
 }
 
 func (s *Cloud) cinderMux() http.Handler {
@@ -76,11 +70,11 @@ func (s *Cloud) cinderMux() http.Handler {
 	mux.HandleFunc("GET /v3/{project}/volumes/{id}", s.cinder(s.showVolume))
 	mux.HandleFunc("PUT /v3/{project}/volumes/{id}", s.cinder(s.updateVolume))
 	mux.HandleFunc("DELETE /v3/{project}/volumes/{id}", s.cinder(s.deleteVolume))
-	mux.HandleFunc("GET /v3/{project}/types", s.cinder(func(w http.ResponseWriter, _ *http.Request, _ *token, _ int) {
-		writeJSON(w, http.StatusOK, map[string]any{"volume_types": []any{map[string]any{
+	mux.HandleFunc("GET /v3/{project}/types", s.cinder(func(*call) (any, error) {
+		return map[string]any{"volume_types": []any{map[string]any{
 			"id": stableID("volume-type", volumeType), "name": volumeType, "description": nil, "is_public": true,
 			"extra_specs": map[string]any{"volume_backend_name": volumeType}, "os-volume-type-access:is_public": true, "qos_specs_id": nil,
-		}}})
+		}}}, nil
 	}))
 	mux.HandleFunc("GET /v3/{project}/limits", s.cinder(s.volumeLimits))
 	mux.HandleFunc("/", s.catchAll(Cinder))
@@ -143,19 +137,20 @@ func (s *Cloud) volumeView(v *Volume, t *token, mv int) map[string]any {
 	return out
 }
 
-func (s *Cloud) showVolume(w http.ResponseWriter, r *http.Request, t *token, mv int) {
+func (s *Cloud) showVolume(cl *call) (any, error) {
+	r, t, mv := cl.r, cl.t, cl.mv
 	c := s.st
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	v, e := c.volume(r.PathValue("id"), t)
 	if e != nil {
-		cinderError(w, e)
-		return
+		return nil, e
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"volume": s.volumeView(v, t, mv)})
+	return map[string]any{"volume": s.volumeView(v, t, mv)}, nil
 }
 
-func (s *Cloud) listVolumes(w http.ResponseWriter, r *http.Request, t *token, mv int) {
+func (s *Cloud) listVolumes(cl *call) (any, error) {
+	r, t, mv := cl.r, cl.t, cl.mv
 	q := r.URL.Query()
 	all := t.admin() && q.Has("all_tenants") && q.Get("all_tenants") != "0" && q.Get("all_tenants") != "false"
 	c := s.st
@@ -182,23 +177,22 @@ func (s *Cloud) listVolumes(w http.ResponseWriter, r *http.Request, t *token, mv
 	if next != "" {
 		resp["volumes_links"] = []any{map[string]any{"rel": "next", "href": nextLink(s.URL+VolumePrefix, r, next)}}
 	}
-	writeJSON(w, http.StatusOK, resp)
+	return resp, nil
 }
 
-func (s *Cloud) createVolume(w http.ResponseWriter, r *http.Request, t *token, mv int) {
+func (s *Cloud) createVolume(cl *call) (any, error) {
+	r, t, mv := cl.r, cl.t, cl.mv
 	body, err := readJSON(r)
 	spec := obj(body, "volume")
 	if err != nil || spec == nil {
-		cinderError(w, errf(http.StatusBadRequest, "", "Missing required element 'volume' in request body."))
-		return
+		return nil, errf(http.StatusBadRequest, "", "Missing required element 'volume' in request body.")
 	}
 	c := s.st
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	v, e := c.newVolume(spec, t)
 	if e != nil {
-		cinderError(w, e)
-		return
+		return nil, e
 	}
 	v.meta = c.newMeta()
 	c.volumes[v.ID] = v
@@ -208,7 +202,7 @@ func (s *Cloud) createVolume(w http.ResponseWriter, r *http.Request, t *token, m
 			v.touch()
 		}
 	})
-	writeJSON(w, http.StatusAccepted, map[string]any{"volume": s.volumeView(v, t, mv)})
+	return reply{status: http.StatusAccepted, body: map[string]any{"volume": s.volumeView(v, t, mv)}}, nil
 }
 
 // newVolume validates a volume POST; callers hold the lock.
@@ -264,20 +258,19 @@ func (c *state) newVolume(spec map[string]any, t *token) (*Volume, *apiError) {
 	return v, nil
 }
 
-func (s *Cloud) updateVolume(w http.ResponseWriter, r *http.Request, t *token, mv int) {
+func (s *Cloud) updateVolume(cl *call) (any, error) {
+	r, t, mv := cl.r, cl.t, cl.mv
 	body, err := readJSON(r)
 	spec := obj(body, "volume")
 	if err != nil || spec == nil {
-		cinderError(w, errf(http.StatusBadRequest, "", "Missing required element 'volume' in request body."))
-		return
+		return nil, errf(http.StatusBadRequest, "", "Missing required element 'volume' in request body.")
 	}
 	c := s.st
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	v, e := c.volume(r.PathValue("id"), t)
 	if e != nil {
-		cinderError(w, e)
-		return
+		return nil, e
 	}
 	v.Name, v.Description = strOr(spec, "name", v.Name), strOr(spec, "description", v.Description)
 	if md, ok := spec["metadata"].(map[string]any); ok {
@@ -287,28 +280,29 @@ func (s *Cloud) updateVolume(w http.ResponseWriter, r *http.Request, t *token, m
 		}
 	}
 	v.touch()
-	writeJSON(w, http.StatusOK, map[string]any{"volume": s.volumeView(v, t, mv)})
+	return map[string]any{"volume": s.volumeView(v, t, mv)}, nil
 }
 
-func (s *Cloud) deleteVolume(w http.ResponseWriter, r *http.Request, t *token, _ int) {
+func (s *Cloud) deleteVolume(cl *call) (any, error) {
+	r, t := cl.r, cl.t
 	c := s.st
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	v, e := c.volume(r.PathValue("id"), t)
-	if e == nil && (v.ServerID != "" || !slices.Contains([]string{"available", "error", "error_restoring", "error_extending", "error_managing"}, v.Status)) {
-		e = errf(http.StatusBadRequest, "", "Invalid volume: Volume status must be available or error or error_restoring or error_extending or error_managing and must not be migrating, attached, belong to a group, have snapshots, awaiting a transfer, or be disassociated from snapshots after volume transfer.")
-	}
 	if e != nil {
-		cinderError(w, e)
-		return
+		return nil, e
+	}
+	if v.ServerID != "" || !slices.Contains([]string{"available", "error", "error_restoring", "error_extending", "error_managing"}, v.Status) {
+		return nil, errf(http.StatusBadRequest, "", "Invalid volume: Volume status must be available or error or error_restoring or error_extending or error_managing and must not be migrating, attached, belong to a group, have snapshots, awaiting a transfer, or be disassociated from snapshots after volume transfer.")
 	}
 	v.Status = "deleting"
 	v.touch()
 	c.after(c.cfg.VolumeDelay, func() { delete(c.volumes, v.ID) })
-	w.WriteHeader(http.StatusAccepted)
+	return reply{status: http.StatusAccepted}, nil
 }
 
-func (s *Cloud) volumeLimits(w http.ResponseWriter, r *http.Request, _ *token, _ int) {
+func (s *Cloud) volumeLimits(cl *call) (any, error) {
+	r := cl.r
 	c := s.st
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -320,9 +314,9 @@ func (s *Cloud) volumeLimits(w http.ResponseWriter, r *http.Request, _ *token, _
 			used, gigs = used+1, gigs+x.Size
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"limits": map[string]any{"rate": []any{}, "absolute": map[string]any{
+	return map[string]any{"limits": map[string]any{"rate": []any{}, "absolute": map[string]any{
 		"maxTotalVolumes": limitOrUnlimited(q.Volumes), "maxTotalVolumeGigabytes": limitOrUnlimited(q.Gigabytes), "totalVolumesUsed": used,
 		"totalGigabytesUsed": gigs, "maxTotalSnapshots": -1, "totalSnapshotsUsed": 0, "maxTotalBackups": -1, "totalBackupsUsed": 0,
 		"maxTotalBackupGigabytes": -1, "totalBackupGigabytesUsed": 0,
-	}}})
+	}}}, nil
 }

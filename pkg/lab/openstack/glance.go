@@ -11,10 +11,11 @@ import (
 // Glance's v2 minor versions (the real lab's maximum is v2.15).
 const glanceMaxMinor = 15
 
-func glanceError(w http.ResponseWriter, code int, format string, args ...any) {
+// glanceError writes e as Glance's plain-text error page.
+func glanceError(w http.ResponseWriter, e *apiError) {
 	w.Header().Set("Content-Type", "text/plain; charset=UTF-8")
-	w.WriteHeader(code)
-	_, _ = fmt.Fprintf(w, "%d %s\n\n%s\n\n   ", code, http.StatusText(code), fmt.Sprintf(format, args...))
+	w.WriteHeader(e.code)
+	_, _ = fmt.Fprintf(w, "%d %s\n\n%s\n\n   ", e.code, http.StatusText(e.code), e.msg)
 }
 
 func (s *Cloud) glanceMux() http.Handler {
@@ -33,24 +34,24 @@ func (s *Cloud) glanceMux() http.Handler {
 		}
 		writeJSON(w, http.StatusMultipleChoices, map[string]any{"versions": vs})
 	})
-	mux.HandleFunc("GET /v2/images", s.authed(s.listImages))
-	mux.HandleFunc("POST /v2/images", s.authed(s.createImage))
-	mux.HandleFunc("GET /v2/images/{id}", s.authed(s.showImage))
-	mux.HandleFunc("PATCH /v2/images/{id}", s.authed(s.patchImage))
-	mux.HandleFunc("DELETE /v2/images/{id}", s.authed(s.deleteImage))
-	mux.HandleFunc("PUT /v2/images/{id}/file", s.authed(s.uploadImage))
-	mux.HandleFunc("GET /v2/images/{id}/file", s.authed(s.downloadImage))
-	mux.HandleFunc("PUT /v2/images/{id}/stage", s.authed(s.uploadImage))
-	mux.HandleFunc("POST /v2/images/{id}/import", s.authed(s.importImage))
-	mux.HandleFunc("PUT /v2/images/{id}/tags/{tag}", s.authed(s.imageTag))
-	mux.HandleFunc("DELETE /v2/images/{id}/tags/{tag}", s.authed(s.imageTag))
-	mux.HandleFunc("GET /v2/info/import", s.authed(func(w http.ResponseWriter, _ *http.Request, _ *token) {
-		writeJSON(w, http.StatusOK, map[string]any{"import-methods": map[string]any{
+	mux.HandleFunc("GET /v2/images", s.glance(s.listImages))
+	mux.HandleFunc("POST /v2/images", s.glance(s.createImage))
+	mux.HandleFunc("GET /v2/images/{id}", s.glance(s.showImage))
+	mux.HandleFunc("PATCH /v2/images/{id}", s.glance(s.patchImage))
+	mux.HandleFunc("DELETE /v2/images/{id}", s.glance(s.deleteImage))
+	mux.HandleFunc("PUT /v2/images/{id}/file", s.glance(s.uploadImage))
+	mux.HandleFunc("GET /v2/images/{id}/file", s.glance(s.downloadImage))
+	mux.HandleFunc("PUT /v2/images/{id}/stage", s.glance(s.uploadImage))
+	mux.HandleFunc("POST /v2/images/{id}/import", s.glance(s.importImage))
+	mux.HandleFunc("PUT /v2/images/{id}/tags/{tag}", s.glance(s.imageTag))
+	mux.HandleFunc("DELETE /v2/images/{id}/tags/{tag}", s.glance(s.imageTag))
+	mux.HandleFunc("GET /v2/info/import", s.glance(func(*call) (any, error) {
+		return map[string]any{"import-methods": map[string]any{
 			"description": "Import methods available.", "type": "array", "value": []string{"glance-direct", "web-download", "copy-image"},
-		}})
+		}}, nil
 	}))
-	mux.HandleFunc("GET /v2/info/stores", s.authed(func(w http.ResponseWriter, _ *http.Request, _ *token) {
-		writeJSON(w, http.StatusOK, map[string]any{"stores": []any{map[string]any{"id": "file", "default": true, "description": ""}}})
+	mux.HandleFunc("GET /v2/info/stores", s.glance(func(*call) (any, error) {
+		return map[string]any{"stores": []any{map[string]any{"id": "file", "default": true, "description": ""}}}, nil
 	}))
 	mux.HandleFunc("/", s.catchAll(Glance))
 	return mux
@@ -99,19 +100,20 @@ func (c *state) image(id string, t *token) (*Image, bool) {
 	return img, ok && c.imageVisible(img, t)
 }
 
-func (s *Cloud) showImage(w http.ResponseWriter, r *http.Request, t *token) {
+func (s *Cloud) showImage(cl *call) (any, error) {
+	r, t := cl.r, cl.t
 	c := s.st
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	img, ok := c.image(r.PathValue("id"), t)
 	if !ok {
-		glanceError(w, http.StatusNotFound, "No image found with ID %s", r.PathValue("id"))
-		return
+		return nil, errf(http.StatusNotFound, "", "No image found with ID %s", r.PathValue("id"))
 	}
-	writeJSON(w, http.StatusOK, imageView(img))
+	return imageView(img), nil
 }
 
-func (s *Cloud) listImages(w http.ResponseWriter, r *http.Request, t *token) {
+func (s *Cloud) listImages(cl *call) (any, error) {
+	r, t := cl.r, cl.t
 	q := r.URL.Query()
 	c := s.st
 	c.mu.Lock()
@@ -134,7 +136,7 @@ func (s *Cloud) listImages(w http.ResponseWriter, r *http.Request, t *token) {
 		q.Set("marker", next)
 		resp["next"] = "/v2/images?" + q.Encode()
 	}
-	writeJSON(w, http.StatusOK, resp)
+	return resp, nil
 }
 
 // imageListed applies Glance's list filters; callers hold the lock.
@@ -186,32 +188,31 @@ func validFormats(disk, container string) string {
 	return ""
 }
 
-func (s *Cloud) createImage(w http.ResponseWriter, r *http.Request, t *token) {
+func (s *Cloud) createImage(cl *call) (any, error) {
+	r, t := cl.r, cl.t
 	body, err := readJSON(r)
 	if err != nil {
-		glanceError(w, http.StatusBadRequest, "%s", err)
-		return
+		return nil, errf(http.StatusBadRequest, "", "%s", err)
 	}
 	img := &Image{ID: newUUID(), Owner: t.project, Status: "queued", Visibility: "shared", Properties: map[string]string{}}
 	if code, msg := setImageAttrs(img, body, t, true); code != 0 {
-		glanceError(w, code, "%s", msg)
-		return
+		return nil, errf(code, "", "%s", msg)
 	}
 	c := s.st
 	c.mu.Lock()
 	if _, taken := c.images[img.ID]; taken {
 		c.mu.Unlock()
-		glanceError(w, http.StatusConflict, "Image with identifier %s already exists!", img.ID)
-		return
+		return nil, errf(http.StatusConflict, "", "Image with identifier %s already exists!", img.ID)
 	}
 	img.meta = c.newMeta()
 	c.images[img.ID] = img
 	v := imageView(img)
 	c.mu.Unlock()
-	w.Header().Set("Location", s.URL+ImagePrefix+"/v2/images/"+img.ID)
-	w.Header().Set("OpenStack-image-import-methods", "glance-direct,web-download,copy-image")
-	w.Header().Set("OpenStack-image-store-ids", "file")
-	writeJSON(w, http.StatusCreated, v)
+	h := cl.w.Header()
+	h.Set("Location", s.URL+ImagePrefix+"/v2/images/"+img.ID)
+	h.Set("OpenStack-image-import-methods", "glance-direct,web-download,copy-image")
+	h.Set("OpenStack-image-store-ids", "file")
+	return created(v), nil
 }
 
 // setImageAttrs applies create attributes (or one PATCH value) to img.
@@ -257,19 +258,18 @@ func setImageAttrs(img *Image, attrs map[string]any, t *token, create bool) (int
 	return 0, ""
 }
 
-func (s *Cloud) patchImage(w http.ResponseWriter, r *http.Request, t *token) {
+func (s *Cloud) patchImage(cl *call) (any, error) {
+	r, t := cl.r, cl.t
 	var ops []map[string]any
 	if err := decodeBody(r, &ops); err != nil {
-		glanceError(w, http.StatusBadRequest, "%s", err)
-		return
+		return nil, errf(http.StatusBadRequest, "", "%s", err)
 	}
 	c := s.st
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	img, ok := c.image(r.PathValue("id"), t)
 	if !ok || (img.Owner != t.project && !t.admin()) {
-		glanceError(w, http.StatusNotFound, "No image found with ID %s", r.PathValue("id"))
-		return
+		return nil, errf(http.StatusNotFound, "", "No image found with ID %s", r.PathValue("id"))
 	}
 	next := *img
 	next.Properties, next.Tags = maps.Clone(img.Properties), slices.Clone(img.Tags)
@@ -278,46 +278,43 @@ func (s *Cloud) patchImage(w http.ResponseWriter, r *http.Request, t *token) {
 		switch str(op, "op") {
 		case "add", "replace":
 			if _, exists := imageView(&next)[key]; str(op, "op") == "replace" && !exists {
-				glanceError(w, http.StatusConflict, "Property %s does not exist.", key)
-				return
+				return nil, errf(http.StatusConflict, "", "Property %s does not exist.", key)
 			}
 			if code, msg := setImageAttrs(&next, map[string]any{key: op["value"]}, t, false); code != 0 {
-				glanceError(w, code, "%s", msg)
-				return
+				return nil, errf(code, "", "%s", msg)
 			}
 		case "remove":
 			if _, exists := next.Properties[key]; !exists {
-				glanceError(w, http.StatusConflict, "Property %s does not exist.", key)
-				return
+				return nil, errf(http.StatusConflict, "", "Property %s does not exist.", key)
 			}
 			delete(next.Properties, key)
 		default:
-			glanceError(w, http.StatusBadRequest, "Unable to find '%s' in JSON Schema change", str(op, "op"))
-			return
+			return nil, errf(http.StatusBadRequest, "", "Unable to find '%s' in JSON Schema change", str(op, "op"))
 		}
 	}
 	*img = next
 	img.touch()
-	writeJSON(w, http.StatusOK, imageView(img))
+	return imageView(img), nil
 }
 
-func (s *Cloud) deleteImage(w http.ResponseWriter, r *http.Request, t *token) {
+func (s *Cloud) deleteImage(cl *call) (any, error) {
+	r, t := cl.r, cl.t
 	c := s.st
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	img, ok := c.image(r.PathValue("id"), t)
 	switch {
 	case !ok || (img.Owner != t.project && !t.admin()):
-		glanceError(w, http.StatusNotFound, "No image found with ID %s", r.PathValue("id"))
+		return nil, errf(http.StatusNotFound, "", "No image found with ID %s", r.PathValue("id"))
 	case img.Protected:
-		glanceError(w, http.StatusForbidden, "Image %s is protected and cannot be deleted.", img.ID)
-	default:
-		delete(c.images, img.ID)
-		w.WriteHeader(http.StatusNoContent)
+		return nil, errf(http.StatusForbidden, "", "Image %s is protected and cannot be deleted.", img.ID)
 	}
+	delete(c.images, img.ID)
+	return noContent(), nil
 }
 
-func (s *Cloud) imageTag(w http.ResponseWriter, r *http.Request, t *token) {
+func (s *Cloud) imageTag(cl *call) (any, error) {
+	r, t := cl.r, cl.t
 	c := s.st
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -325,16 +322,14 @@ func (s *Cloud) imageTag(w http.ResponseWriter, r *http.Request, t *token) {
 	tag := r.PathValue("tag")
 	switch {
 	case !ok || (img.Owner != t.project && !t.admin()):
-		glanceError(w, http.StatusNotFound, "No image found with ID %s", r.PathValue("id"))
-		return
+		return nil, errf(http.StatusNotFound, "", "No image found with ID %s", r.PathValue("id"))
 	case r.Method == http.MethodPut:
 		img.Tags = sortedTags(append(img.Tags, tag))
 	case !slices.Contains(img.Tags, tag):
-		glanceError(w, http.StatusNotFound, "Tag %s not found", tag)
-		return
+		return nil, errf(http.StatusNotFound, "", "Tag %s not found", tag)
 	default:
 		img.Tags = slices.DeleteFunc(img.Tags, func(x string) bool { return x == tag })
 	}
 	img.touch()
-	w.WriteHeader(http.StatusNoContent)
+	return reply{status: http.StatusNoContent}, nil
 }

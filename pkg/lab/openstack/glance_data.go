@@ -32,7 +32,8 @@ func (img *Image) setData(d imageData) {
 
 // uploadImage serves PUT /file (queued → saving → active) and PUT /stage
 // (queued → uploading, for a later glance-direct import).
-func (s *Cloud) uploadImage(w http.ResponseWriter, r *http.Request, t *token) {
+func (s *Cloud) uploadImage(cl *call) (any, error) {
+	r, t := cl.r, cl.t
 	stage := r.URL.Path == "/v2/images/"+r.PathValue("id")+"/stage"
 	c := s.st
 	c.mu.Lock()
@@ -54,20 +55,17 @@ func (s *Cloud) uploadImage(w http.ResponseWriter, r *http.Request, t *token) {
 	}
 	c.mu.Unlock()
 	if code != 0 {
-		glanceError(w, code, "%s", msg)
-		return
+		return nil, errf(code, "", "%s", msg)
 	}
 	d := hashData(r.Body)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, still := c.images[img.ID]; !still {
-		glanceError(w, http.StatusGone, "Image %s could not be found after upload. The image may have been deleted during the upload.", img.ID)
-		return
+		return nil, errf(http.StatusGone, "", "Image %s could not be found after upload. The image may have been deleted during the upload.", img.ID)
 	}
 	if d.readError != nil {
 		img.Status = "queued"
-		glanceError(w, http.StatusBadRequest, "Error in store configuration. Adding images to store is disabled: %v", d.readError)
-		return
+		return nil, errf(http.StatusBadRequest, "", "Error in store configuration. Adding images to store is disabled: %v", d.readError)
 	}
 	img.setData(d)
 	if stage {
@@ -76,27 +74,27 @@ func (s *Cloud) uploadImage(w http.ResponseWriter, r *http.Request, t *token) {
 		img.Status = "active"
 	}
 	img.touch()
-	w.WriteHeader(http.StatusNoContent)
+	return reply{status: http.StatusNoContent}, nil
 }
 
-func (s *Cloud) downloadImage(w http.ResponseWriter, r *http.Request, t *token) {
+func (s *Cloud) downloadImage(cl *call) (any, error) {
+	r, t := cl.r, cl.t
 	c := s.st
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.image(r.PathValue("id"), t); !ok {
-		glanceError(w, http.StatusNotFound, "No image found with ID %s", r.PathValue("id"))
-		return
+		return nil, errf(http.StatusNotFound, "", "No image found with ID %s", r.PathValue("id"))
 	}
 	// The lab keeps digests only: answer like Glance does for an image
 	// without data.
-	w.WriteHeader(http.StatusNoContent)
+	return reply{status: http.StatusNoContent}, nil
 }
 
-func (s *Cloud) importImage(w http.ResponseWriter, r *http.Request, t *token) {
+func (s *Cloud) importImage(cl *call) (any, error) {
+	r, t := cl.r, cl.t
 	body, err := readJSON(r)
 	if err != nil {
-		glanceError(w, http.StatusBadRequest, "%s", err)
-		return
+		return nil, errf(http.StatusBadRequest, "", "%s", err)
 	}
 	method := obj(body, "method")
 	c := s.st
@@ -104,14 +102,12 @@ func (s *Cloud) importImage(w http.ResponseWriter, r *http.Request, t *token) {
 	defer c.mu.Unlock()
 	img, ok := c.image(r.PathValue("id"), t)
 	if !ok || (img.Owner != t.project && !t.admin()) {
-		glanceError(w, http.StatusNotFound, "No image found with ID %s", r.PathValue("id"))
-		return
+		return nil, errf(http.StatusNotFound, "", "No image found with ID %s", r.PathValue("id"))
 	}
 	switch name := str(method, "name"); name {
 	case "glance-direct":
 		if img.Status != "uploading" || !img.staged {
-			glanceError(w, http.StatusConflict, "Image needs to be staged before 'glance-direct' method can be used")
-			return
+			return nil, errf(http.StatusConflict, "", "Image needs to be staged before 'glance-direct' method can be used")
 		}
 		img.Status = "importing"
 		c.after(c.cfg.ImportDelay, func() {
@@ -121,21 +117,18 @@ func (s *Cloud) importImage(w http.ResponseWriter, r *http.Request, t *token) {
 	case "web-download":
 		uri := str(method, "uri")
 		if !loopbackURL(uri) {
-			glanceError(w, http.StatusBadRequest, "URI for web-download does not pass filtering: %s", uri)
-			return
+			return nil, errf(http.StatusBadRequest, "", "URI for web-download does not pass filtering: %s", uri)
 		}
 		if img.Status != "queued" {
-			glanceError(w, http.StatusConflict, "Image status transition from %s to importing is not allowed", img.Status)
-			return
+			return nil, errf(http.StatusConflict, "", "Image status transition from %s to importing is not allowed", img.Status)
 		}
 		img.Status = "importing"
 		go c.webDownload(img, uri)
 	default:
-		glanceError(w, http.StatusBadRequest, "Import method %s is not supported by the lab (glance-direct and web-download are).", name)
-		return
+		return nil, errf(http.StatusBadRequest, "", "Import method %s is not supported by the lab (glance-direct and web-download are).", name)
 	}
 	img.touch()
-	w.WriteHeader(http.StatusAccepted)
+	return reply{status: http.StatusAccepted}, nil
 }
 
 // loopbackURL accepts only http(s) URLs whose host is a loopback address.

@@ -64,12 +64,14 @@ func (c *state) validToken(id string) *token {
 	return &cp
 }
 
-func keystoneError(w http.ResponseWriter, code int, title, msg string) {
-	writeJSON(w, code, map[string]any{"error": map[string]any{"code": code, "title": title, "message": msg}})
+// keystoneErr is a Keystone error: its title is the apiError's type.
+func keystoneErr(code int, title, msg string) *apiError {
+	return &apiError{code: code, typ: title, msg: msg}
 }
 
-func unauthorized(w http.ResponseWriter, msg string) {
-	keystoneError(w, http.StatusUnauthorized, "Unauthorized", msg)
+// keystoneError writes e as Keystone's {"error": ...} body.
+func keystoneError(w http.ResponseWriter, e *apiError) {
+	writeJSON(w, e.code, map[string]any{"error": map[string]any{"code": e.code, "title": e.typ, "message": e.msg}})
 }
 
 func (s *Cloud) keystoneMux() http.Handler {
@@ -80,20 +82,20 @@ func (s *Cloud) keystoneMux() http.Handler {
 	getBoth(mux, "/v3", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"version": s.identityVersion()})
 	}))
-	mux.HandleFunc("POST /v3/auth/tokens", s.issueToken)
-	mux.HandleFunc("GET /v3/auth/tokens", s.authed(s.checkToken))
-	mux.HandleFunc("HEAD /v3/auth/tokens", s.authed(s.checkToken))
-	mux.HandleFunc("DELETE /v3/auth/tokens", s.authed(s.revokeToken))
-	mux.HandleFunc("GET /v3/auth/catalog", s.authed(func(w http.ResponseWriter, _ *http.Request, t *token) {
-		writeJSON(w, http.StatusOK, map[string]any{"catalog": s.catalog(t.project)})
+	mux.HandleFunc("POST /v3/auth/tokens", s.keystoneOpen(s.issueToken))
+	mux.HandleFunc("GET /v3/auth/tokens", s.keystone(s.checkToken))
+	mux.HandleFunc("HEAD /v3/auth/tokens", s.keystone(s.checkToken))
+	mux.HandleFunc("DELETE /v3/auth/tokens", s.keystone(s.revokeToken))
+	mux.HandleFunc("GET /v3/auth/catalog", s.keystone(func(c *call) (any, error) {
+		return map[string]any{"catalog": s.catalog(c.t.project)}, nil
 	}))
-	mux.HandleFunc("GET /v3/auth/projects", s.authed(s.listProjects))
-	mux.HandleFunc("GET /v3/projects", s.authed(s.listProjects))
-	mux.HandleFunc("GET /v3/projects/{id}", s.authed(s.getProject))
-	mux.HandleFunc("GET /v3/users/{id}", s.authed(s.getUser))
-	mux.HandleFunc("POST /v3/users/{id}/application_credentials", s.authed(s.createAppCredAPI))
-	mux.HandleFunc("GET /v3/users/{id}/application_credentials", s.authed(s.listAppCreds))
-	mux.HandleFunc("DELETE /v3/users/{id}/application_credentials/{cred}", s.authed(s.deleteAppCred))
+	mux.HandleFunc("GET /v3/auth/projects", s.keystone(s.listProjects))
+	mux.HandleFunc("GET /v3/projects", s.keystone(s.listProjects))
+	mux.HandleFunc("GET /v3/projects/{id}", s.keystone(s.getProject))
+	mux.HandleFunc("GET /v3/users/{id}", s.keystone(s.getUser))
+	mux.HandleFunc("POST /v3/users/{id}/application_credentials", s.keystone(s.createAppCredAPI))
+	mux.HandleFunc("GET /v3/users/{id}/application_credentials", s.keystone(s.listAppCreds))
+	mux.HandleFunc("DELETE /v3/users/{id}/application_credentials/{cred}", s.keystone(s.deleteAppCred))
 	mux.HandleFunc("/", s.catchAll(Keystone))
 	return mux
 }
@@ -132,18 +134,17 @@ func (s *Cloud) catalog(project string) []any {
 	return out
 }
 
-func (s *Cloud) issueToken(w http.ResponseWriter, r *http.Request) {
+func (s *Cloud) issueToken(cl *call) (any, error) {
+	r := cl.r
 	body, err := readJSON(r)
 	if err != nil {
-		keystoneError(w, http.StatusBadRequest, "Bad Request", err.Error())
-		return
+		return nil, keystoneErr(http.StatusBadRequest, "Bad Request", err.Error())
 	}
 	auth := obj(body, "auth")
 	identity := obj(auth, "identity")
 	methods, ok := strList(identity, "methods")
 	if auth == nil || identity == nil || !ok || len(methods) == 0 {
-		keystoneError(w, http.StatusBadRequest, "Bad Request", "Invalid input for field 'identity': 'methods' is a required property")
-		return
+		return nil, keystoneErr(http.StatusBadRequest, "Bad Request", "Invalid input for field 'identity': 'methods' is a required property")
 	}
 	c := s.st
 	c.mu.Lock()
@@ -153,11 +154,10 @@ func (s *Cloud) issueToken(w http.ResponseWriter, r *http.Request) {
 	}
 	c.mu.Unlock()
 	if t == nil {
-		unauthorized(w, msg)
-		return
+		return nil, keystoneErr(http.StatusUnauthorized, "Unauthorized", msg)
 	}
-	w.Header().Set("X-Subject-Token", t.id)
-	writeJSON(w, http.StatusCreated, s.tokenBody(t, !r.URL.Query().Has("nocatalog")))
+	cl.w.Header().Set("X-Subject-Token", t.id)
+	return created(s.tokenBody(t, !r.URL.Query().Has("nocatalog"))), nil
 }
 
 // authenticate checks credentials; callers hold the lock.
@@ -280,41 +280,41 @@ func (s *Cloud) tokenBody(t *token, withCatalog bool) map[string]any {
 	return map[string]any{"token": body}
 }
 
-func (s *Cloud) checkToken(w http.ResponseWriter, r *http.Request, _ *token) {
+func (s *Cloud) checkToken(cl *call) (any, error) {
+	r := cl.r
 	subject := s.st.validToken(r.Header.Get("X-Subject-Token"))
 	if subject == nil {
-		keystoneError(w, http.StatusNotFound, "Not Found", fmt.Sprintf("Could not find token: %s.", r.Header.Get("X-Subject-Token")))
-		return
+		return nil, keystoneErr(http.StatusNotFound, "Not Found", fmt.Sprintf("Could not find token: %s.", r.Header.Get("X-Subject-Token")))
 	}
-	w.Header().Set("X-Subject-Token", subject.id)
-	writeJSON(w, http.StatusOK, s.tokenBody(subject, !r.URL.Query().Has("nocatalog")))
+	cl.w.Header().Set("X-Subject-Token", subject.id)
+	return s.tokenBody(subject, !r.URL.Query().Has("nocatalog")), nil
 }
 
-func (s *Cloud) revokeToken(w http.ResponseWriter, r *http.Request, _ *token) {
+func (s *Cloud) revokeToken(cl *call) (any, error) {
+	r := cl.r
 	c := s.st
 	c.mu.Lock()
 	_, ok := c.tokens[r.Header.Get("X-Subject-Token")]
 	delete(c.tokens, r.Header.Get("X-Subject-Token"))
 	c.mu.Unlock()
 	if !ok {
-		keystoneError(w, http.StatusNotFound, "Not Found", "Could not find token.")
-		return
+		return nil, keystoneErr(http.StatusNotFound, "Not Found", "Could not find token.")
 	}
-	w.WriteHeader(http.StatusNoContent)
+	return reply{status: http.StatusNoContent}, nil
 }
 
 func projectJSON(p *Project) map[string]any {
 	return map[string]any{"id": p.ID, "name": p.Name, "domain_id": "default", "enabled": true, "is_domain": false, "parent_id": "default", "description": "", "tags": []string{}}
 }
 
-func (s *Cloud) listProjects(w http.ResponseWriter, r *http.Request, t *token) {
+func (s *Cloud) listProjects(cl *call) (any, error) {
+	r, t := cl.r, cl.t
 	c := s.st
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	mine := r.URL.Path == "/v3/auth/projects"
 	if !mine && !t.admin() {
-		keystoneError(w, http.StatusForbidden, "Forbidden", "You are not authorized to perform the requested action: identity:list_projects.")
-		return
+		return nil, keystoneErr(http.StatusForbidden, "Forbidden", "You are not authorized to perform the requested action: identity:list_projects.")
 	}
 	out := []any{}
 	u := c.users[t.user]
@@ -324,7 +324,7 @@ func (s *Cloud) listProjects(w http.ResponseWriter, r *http.Request, t *token) {
 		}
 		out = append(out, projectJSON(p))
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"projects": out})
+	return map[string]any{"projects": out}, nil
 }
 
 func (c *state) sortedProjects() []*Project {
@@ -333,28 +333,28 @@ func (c *state) sortedProjects() []*Project {
 	return out
 }
 
-func (s *Cloud) getProject(w http.ResponseWriter, r *http.Request, t *token) {
+func (s *Cloud) getProject(cl *call) (any, error) {
+	r, t := cl.r, cl.t
 	c := s.st
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	p, ok := c.projects[r.PathValue("id")]
 	if !ok || (!t.admin() && p.ID != t.project) {
-		keystoneError(w, http.StatusForbidden, "Forbidden", "You are not authorized to perform the requested action: identity:get_project.")
-		return
+		return nil, keystoneErr(http.StatusForbidden, "Forbidden", "You are not authorized to perform the requested action: identity:get_project.")
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"project": projectJSON(p)})
+	return map[string]any{"project": projectJSON(p)}, nil
 }
 
-func (s *Cloud) getUser(w http.ResponseWriter, r *http.Request, t *token) {
+func (s *Cloud) getUser(cl *call) (any, error) {
+	r, t := cl.r, cl.t
 	c := s.st
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	u, ok := c.users[r.PathValue("id")]
 	if !ok || (!t.admin() && u.id != t.user) {
-		keystoneError(w, http.StatusForbidden, "Forbidden", "You are not authorized to perform the requested action: identity:get_user.")
-		return
+		return nil, keystoneErr(http.StatusForbidden, "Forbidden", "You are not authorized to perform the requested action: identity:get_user.")
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"user": map[string]any{
+	return map[string]any{"user": map[string]any{
 		"id": u.id, "name": u.name, "domain_id": "default", "enabled": true, "default_project_id": u.project, "password_expires_at": nil,
-	}})
+	}}, nil
 }

@@ -69,33 +69,31 @@ func appCredJSON(ac *appCred, withSecret bool) map[string]any {
 	return m
 }
 
-func (s *Cloud) createAppCredAPI(w http.ResponseWriter, r *http.Request, t *token) {
+func (s *Cloud) createAppCredAPI(cl *call) (any, error) {
+	r, t := cl.r, cl.t
 	if r.PathValue("id") != t.user {
-		keystoneError(w, http.StatusForbidden, "Forbidden", "You are not authorized to perform the requested action: identity:create_application_credential.")
-		return
+		return nil, keystoneErr(http.StatusForbidden, "Forbidden", "You are not authorized to perform the requested action: identity:create_application_credential.")
 	}
 	if t.appCred != "" {
-		keystoneError(w, http.StatusForbidden, "Forbidden", "Using method 'application_credential' is not allowed for managing additional application credentials.")
-		return
+		return nil, keystoneErr(http.StatusForbidden, "Forbidden", "Using method 'application_credential' is not allowed for managing additional application credentials.")
 	}
 	body, err := readJSON(r)
 	spec := obj(body, "application_credential")
 	if err != nil || spec == nil || strings.TrimSpace(str(spec, "name")) == "" {
-		keystoneError(w, http.StatusBadRequest, "Bad Request", "Invalid input for field 'name': 'name' is a required property")
-		return
+		return nil, keystoneErr(http.StatusBadRequest, "Bad Request", "Invalid input for field 'name': 'name' is a required property")
 	}
 	c := s.st
 	c.mu.Lock()
 	ac, ok := c.addAppCred(c.users[t.user], str(spec, "name"), str(spec, "secret"), str(spec, "description"))
 	c.mu.Unlock()
 	if !ok {
-		keystoneError(w, http.StatusConflict, "Conflict", dupAppCred)
-		return
+		return nil, keystoneErr(http.StatusConflict, "Conflict", dupAppCred)
 	}
-	writeJSON(w, http.StatusCreated, map[string]any{"application_credential": appCredJSON(ac, true)})
+	return created(map[string]any{"application_credential": appCredJSON(ac, true)}), nil
 }
 
-func (s *Cloud) listAppCreds(w http.ResponseWriter, r *http.Request, t *token) {
+func (s *Cloud) listAppCreds(cl *call) (any, error) {
+	r, t := cl.r, cl.t
 	c := s.st
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -105,17 +103,17 @@ func (s *Cloud) listAppCreds(w http.ResponseWriter, r *http.Request, t *token) {
 			out = append(out, appCredJSON(ac, false))
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"application_credentials": out})
+	return map[string]any{"application_credentials": out}, nil
 }
 
-func (s *Cloud) deleteAppCred(w http.ResponseWriter, r *http.Request, t *token) {
+func (s *Cloud) deleteAppCred(cl *call) (any, error) {
+	r, t := cl.r, cl.t
 	c := s.st
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ac, ok := c.appCreds[r.PathValue("cred")]
 	if !ok || ac.user != r.PathValue("id") || (ac.user != t.user && !t.admin()) {
-		keystoneError(w, http.StatusNotFound, "Not Found", fmt.Sprintf("Could not find application credential: %s.", r.PathValue("cred")))
-		return
+		return nil, keystoneErr(http.StatusNotFound, "Not Found", fmt.Sprintf("Could not find application credential: %s.", r.PathValue("cred")))
 	}
 	delete(c.appCreds, ac.id)
 	for id, tok := range c.tokens {
@@ -123,5 +121,5 @@ func (s *Cloud) deleteAppCred(w http.ResponseWriter, r *http.Request, t *token) 
 			delete(c.tokens, id)
 		}
 	}
-	w.WriteHeader(http.StatusNoContent)
+	return reply{status: http.StatusNoContent}, nil
 }

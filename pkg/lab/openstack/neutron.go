@@ -52,51 +52,62 @@ func (s *Cloud) neutronMux() http.Handler {
 			"id": "v2.0", "status": "CURRENT", "links": []any{map[string]any{"href": s.URL + NetworkPrefix + "/v2.0/", "rel": "self"}},
 		}}})
 	})
-	getBoth(mux, "/v2.0", s.authed(func(w http.ResponseWriter, _ *http.Request, _ *token) {
-		var res []any
-		for _, c := range []string{"network", "subnet", "port", "router", "floatingip", "security_group", "security_group_rule"} {
-			res = append(res, map[string]any{"name": c, "collection": c + "s", "links": []any{}})
-		}
-		writeJSON(w, http.StatusOK, map[string]any{"resources": res})
-	}))
-	mux.HandleFunc("GET /v2.0/extensions", s.authed(func(w http.ResponseWriter, _ *http.Request, _ *token) {
-		var out []any
-		for _, a := range s.neutronExtensions() {
-			out = append(out, map[string]any{"alias": a, "name": a, "description": a, "updated": "2022-10-01T10:00:00-00:00", "links": []any{}})
-		}
-		writeJSON(w, http.StatusOK, map[string]any{"extensions": out})
-	}))
-	mux.HandleFunc("GET /v2.0/extensions/{alias}", s.authed(func(w http.ResponseWriter, r *http.Request, _ *token) {
-		a := r.PathValue("alias")
-		if !slices.Contains(s.neutronExtensions(), a) {
-			neutronError(w, errf(http.StatusNotFound, "ExtensionNotFound", "Extension with alias %s does not exist", a))
-			return
-		}
-		writeJSON(w, http.StatusOK, map[string]any{"extension": map[string]any{"alias": a, "name": a, "description": a, "links": []any{}}})
-	}))
-	s.networkRoutes(mux)
-	s.portRoutes(mux)
-	s.l3Routes(mux)
-	s.sgRoutes(mux)
+	getBoth(mux, "/v2.0", s.neutron(neutronResources))
+	mux.HandleFunc("GET /v2.0/extensions", s.neutron(s.listExtensions))
+	mux.HandleFunc("GET /v2.0/extensions/{alias}", s.neutron(s.showExtension))
+	networks().routes(s, mux)
+	subnets().routes(s, mux)
+	ports().routes(s, mux)
+	routers().routes(s, mux)
+	floatingIPs().routes(s, mux)
+	securityGroups().routes(s, mux)
+	securityGroupRules().routes(s, mux)
+	mux.HandleFunc("PUT /v2.0/routers/{id}/add_router_interface", s.neutron(routerInterface(true)))
+	mux.HandleFunc("PUT /v2.0/routers/{id}/remove_router_interface", s.neutron(routerInterface(false)))
 	for _, p := range []string{"GET", "PUT", "DELETE"} {
-		mux.HandleFunc(p+" /v2.0/{collection}/{id}/tags", s.authed(s.tagsAPI))
-		mux.HandleFunc(p+" /v2.0/{collection}/{id}/tags/{tag}", s.authed(s.tagsAPI))
+		mux.HandleFunc(p+" /v2.0/{collection}/{id}/tags", s.neutron(tagsAPI))
+		mux.HandleFunc(p+" /v2.0/{collection}/{id}/tags/{tag}", s.neutron(tagsAPI))
 	}
-	mux.HandleFunc("GET /v2.0/quotas/{project}", s.authed(s.neutronQuota))
-	mux.HandleFunc("GET /v2.0/quotas/{project}/details", s.authed(s.neutronQuota))
+	mux.HandleFunc("GET /v2.0/quotas/{project}", s.neutron(neutronQuota))
+	mux.HandleFunc("GET /v2.0/quotas/{project}/details", s.neutron(neutronQuota))
 	mux.HandleFunc("/", s.catchAll(Neutron))
 	return mux
 }
 
+// neutronResources serves GET /v2.0: the collections.
+func neutronResources(*call) (any, error) {
+	var res []any
+	for _, c := range []string{"network", "subnet", "port", "router", "floatingip", "security_group", "security_group_rule"} {
+		res = append(res, map[string]any{"name": c, "collection": c + "s", "links": []any{}})
+	}
+	return map[string]any{"resources": res}, nil
+}
+
+func (s *Cloud) listExtensions(*call) (any, error) {
+	var out []any
+	for _, a := range s.neutronExtensions() {
+		out = append(out, map[string]any{"alias": a, "name": a, "description": a, "updated": "2022-10-01T10:00:00-00:00", "links": []any{}})
+	}
+	return map[string]any{"extensions": out}, nil
+}
+
+func (s *Cloud) showExtension(c *call) (any, error) {
+	a := c.r.PathValue("alias")
+	if !slices.Contains(s.neutronExtensions(), a) {
+		return nil, errf(http.StatusNotFound, "ExtensionNotFound", "Extension with alias %s does not exist", a)
+	}
+	return map[string]any{"extension": map[string]any{"alias": a, "name": a, "description": a, "links": []any{}}}, nil
+}
+
 // checkAttrs refuses attributes a POST (create) or PUT may not carry.
-func (s *Cloud) checkAttrs(spec map[string]any, create bool, allowed, readOnly []string) *apiError {
+func (c *state) checkAttrs(spec map[string]any, create bool, allowed, readOnly []string) *apiError {
 	if spec == nil {
 		return errf(http.StatusBadRequest, "HTTPBadRequest", "Resource body required")
 	}
 	var unknown []string
 	for k := range spec {
 		switch {
-		case k == "tags" && create && s.cfg.NeutronTagsInPOST:
+		case k == "tags" && create && c.cfg.NeutronTagsInPOST:
 		case k == "tags" && create:
 			return errf(http.StatusBadRequest, "HTTPBadRequest", "Attribute 'tags' not allowed in POST")
 		case !create && (slices.Contains(readOnly, k) || k == "tags" || k == "id" || k == "project_id" || k == "tenant_id"):
@@ -164,28 +175,26 @@ func reservedQuery(k string) bool {
 	return false
 }
 
-// respondList filters, projects and paginates views of one collection.
-func (s *Cloud) respondList(w http.ResponseWriter, r *http.Request, collection string, attrs []string, views []map[string]any) {
-	q := r.URL.Query()
+// list filters, projects and paginates views of one collection.
+func (c *call) list(collection string, attrs []string, views []map[string]any) (any, error) {
+	q := c.r.URL.Query()
 	for k := range q {
 		if !reservedQuery(k) && k != "fixed_ips" && !slices.Contains(attrs, k) {
-			neutronError(w, errf(http.StatusBadRequest, "HTTPBadRequest", "[%s] is invalid attribute for filtering", k))
-			return
+			return nil, errf(http.StatusBadRequest, "HTTPBadRequest", "[%s] is invalid attribute for filtering", k)
 		}
 	}
 	if q.Has("tags") && q.Has("tags-any") {
 		// Zed joins the tag table twice under one alias: MySQL refuses the
 		// query ("Not unique table/alias: 'tags'") and Neutron answers 500.
-		neutronError(w, errf(http.StatusInternalServerError, "HTTPInternalServerError", "Request Failed: internal server error while processing your request."))
-		return
+		return nil, errf(http.StatusInternalServerError, "HTTPInternalServerError", "Request Failed: internal server error while processing your request.")
 	}
 	out := make([]map[string]any, 0, len(views))
 	for _, v := range views {
-		if matchFilters(r, v) {
+		if matchFilters(c.r, v) {
 			out = append(out, v)
 		}
 	}
-	page, next := paginate(r, out, func(v map[string]any) string { return v["id"].(string) })
+	page, next := paginate(c.r, out, func(v map[string]any) string { return v["id"].(string) })
 	if fields := q["fields"]; len(fields) > 0 {
 		for i, v := range page {
 			page[i] = maps.Collect(func(yield func(string, any) bool) {
@@ -199,9 +208,9 @@ func (s *Cloud) respondList(w http.ResponseWriter, r *http.Request, collection s
 	}
 	resp := map[string]any{collection: page}
 	if next != "" {
-		resp[collection+"_links"] = []any{map[string]any{"rel": "next", "href": nextLink(s.URL+NetworkPrefix, r, next)}}
+		resp[collection+"_links"] = []any{map[string]any{"rel": "next", "href": nextLink(c.s.URL+NetworkPrefix, c.r, next)}}
 	}
-	writeJSON(w, http.StatusOK, resp)
+	return resp, nil
 }
 
 // matchFilters applies attribute filters (several values: any matches).

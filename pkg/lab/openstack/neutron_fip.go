@@ -7,6 +7,20 @@ import (
 	"slices"
 )
 
+// floatingIPs is the floating IP kind.
+func floatingIPs() resource[FloatingIP, *FloatingIP] {
+	return resource[FloatingIP, *FloatingIP]{
+		kind: "floatingip", path: "floatingips",
+		items:  func(c *state) map[string]*FloatingIP { return c.fips },
+		find:   (*state).fip,
+		view:   func(c *state, f *FloatingIP, _ *token) map[string]any { return c.fipView(f) },
+		create: (*state).createFIP, update: (*state).updateFIP,
+		attrs:    []string{"port_id", "fixed_ip_address", "description", "qos_policy_id"},
+		readOnly: []string{"floating_network_id", "floating_ip_address", "subnet_id"},
+		remove:   (*state).deleteFIP,
+	}
+}
+
 func (c *state) fip(id string, t *token) (*FloatingIP, *apiError) {
 	f, ok := c.fips[id]
 	if !ok || !visible(t, f.ProjectID) {
@@ -36,50 +50,25 @@ func (c *state) fipView(f *FloatingIP) map[string]any {
 	return v
 }
 
-func (s *Cloud) listFIPs(w http.ResponseWriter, r *http.Request, t *token) {
-	c := s.st
-	c.mu.Lock()
-	var views []map[string]any
-	for _, f := range sortedValues(c.fips, func(x *FloatingIP) int64 { return x.seq }) {
-		if visible(t, f.ProjectID) {
-			views = append(views, c.fipView(f))
-		}
-	}
-	attrs := keys(c.fipView(&FloatingIP{}))
-	c.mu.Unlock()
-	s.respondList(w, r, "floatingips", attrs, views)
-}
-
 func fipAttrs() []string {
 	return []string{"floating_network_id", "floating_ip_address", "subnet_id", "port_id", "fixed_ip_address", "description", "dns_domain", "dns_name", "qos_policy_id"}
 }
 
-func (s *Cloud) createFIP(w http.ResponseWriter, r *http.Request, t *token) {
-	spec, ok := neutronBody(w, r, "floatingip")
-	if !ok {
-		return
+func (c *state) createFIP(spec map[string]any, t *token) (*FloatingIP, *apiError) {
+	if e := c.checkAttrs(spec, true, fipAttrs(), nil); e != nil {
+		return nil, e
 	}
-	c := s.st
-	c.mu.Lock()
-	e := s.checkAttrs(spec, true, fipAttrs(), nil)
-	var f *FloatingIP
-	if e == nil {
-		f, e = c.newFIP(spec, t)
+	f, e := c.newFIP(spec, t)
+	if e != nil {
+		return nil, e
 	}
-	if e == nil && str(spec, "port_id") != "" {
-		e = c.associate(f, str(spec, "port_id"), str(spec, "fixed_ip_address"), t)
-		if e != nil {
+	if str(spec, "port_id") != "" {
+		if e := c.associate(f, str(spec, "port_id"), str(spec, "fixed_ip_address"), t); e != nil {
 			delete(c.fips, f.ID)
+			return nil, e
 		}
 	}
-	if e != nil {
-		c.mu.Unlock()
-		neutronError(w, e)
-		return
-	}
-	v := c.fipView(f)
-	c.unlock()
-	writeJSON(w, http.StatusCreated, map[string]any{"floatingip": v})
+	return f, nil
 }
 
 // newFIP allocates and stores a floating IP; callers hold the lock.
@@ -176,54 +165,27 @@ func (c *state) disassociate(f *FloatingIP) {
 	c.emit(Event{Kind: FloatingIPReleased, FloatingIP: old})
 }
 
-func (s *Cloud) updateFIP(w http.ResponseWriter, r *http.Request, t *token) {
-	spec, ok := neutronBody(w, r, "floatingip")
-	if !ok {
-		return
-	}
-	c := s.st
-	c.mu.Lock()
-	f, e := c.fip(r.PathValue("id"), t)
-	if e == nil {
-		e = ifMatch(r, f.meta)
-	}
-	if e == nil {
-		e = s.checkAttrs(spec, false, []string{"port_id", "fixed_ip_address", "description", "qos_policy_id"}, []string{"floating_network_id", "floating_ip_address", "subnet_id"})
-	}
-	if raw, set := spec["port_id"]; e == nil && set {
+func (c *state) updateFIP(f *FloatingIP, spec map[string]any, t *token) *apiError {
+	if raw, set := spec["port_id"]; set {
 		if portID, _ := raw.(string); portID != "" {
-			e = c.associate(f, portID, str(spec, "fixed_ip_address"), t)
+			if e := c.associate(f, portID, str(spec, "fixed_ip_address"), t); e != nil {
+				return e
+			}
 		} else {
 			c.disassociate(f)
 		}
-	}
-	if e != nil {
-		c.mu.Unlock()
-		neutronError(w, e)
-		return
 	}
 	if d, ok := spec["description"].(string); ok {
 		f.Description = d
 		f.touch()
 	}
-	v := c.fipView(f)
-	c.unlock()
-	writeJSON(w, http.StatusOK, map[string]any{"floatingip": v})
+	return nil
 }
 
-func (s *Cloud) deleteFIP(w http.ResponseWriter, r *http.Request, t *token) {
-	c := s.st
-	c.mu.Lock()
-	f, e := c.fip(r.PathValue("id"), t)
-	if e != nil {
-		c.mu.Unlock()
-		neutronError(w, e)
-		return
-	}
+func (c *state) deleteFIP(f *FloatingIP, _ *token) *apiError {
 	c.disassociate(f)
 	delete(c.fips, f.ID)
-	c.unlock()
-	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
 // fipsOf lists the floating IPs pointing at a port.

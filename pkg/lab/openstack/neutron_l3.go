@@ -11,19 +11,15 @@ const (
 	ownerRouterGateway   = "network:router_gateway"
 )
 
-func (s *Cloud) l3Routes(mux *http.ServeMux) {
-	mux.HandleFunc("GET /v2.0/routers", s.authed(s.listRouters))
-	mux.HandleFunc("POST /v2.0/routers", s.authed(s.createRouter))
-	mux.HandleFunc("GET /v2.0/routers/{id}", s.authed(s.neutronShow("router")))
-	mux.HandleFunc("PUT /v2.0/routers/{id}", s.authed(s.updateRouter))
-	mux.HandleFunc("DELETE /v2.0/routers/{id}", s.authed(s.deleteRouter))
-	mux.HandleFunc("PUT /v2.0/routers/{id}/add_router_interface", s.authed(s.routerInterface(true)))
-	mux.HandleFunc("PUT /v2.0/routers/{id}/remove_router_interface", s.authed(s.routerInterface(false)))
-	mux.HandleFunc("GET /v2.0/floatingips", s.authed(s.listFIPs))
-	mux.HandleFunc("POST /v2.0/floatingips", s.authed(s.createFIP))
-	mux.HandleFunc("GET /v2.0/floatingips/{id}", s.authed(s.neutronShow("floatingip")))
-	mux.HandleFunc("PUT /v2.0/floatingips/{id}", s.authed(s.updateFIP))
-	mux.HandleFunc("DELETE /v2.0/floatingips/{id}", s.authed(s.deleteFIP))
+// routers is the router kind.
+func routers() resource[Router, *Router] {
+	return resource[Router, *Router]{
+		kind: "router", path: "routers",
+		items: func(c *state) map[string]*Router { return c.routers },
+		find:  (*state).router, view: (*state).routerView,
+		create: (*state).createRouter, update: (*state).updateRouter, attrs: routerAttrs(),
+		remove: (*state).deleteRouter,
+	}
 }
 
 func (c *state) router(id string, t *token) (*Router, *apiError) {
@@ -54,52 +50,29 @@ func (c *state) routerView(rt *Router, t *token) map[string]any {
 	return v
 }
 
-func (s *Cloud) listRouters(w http.ResponseWriter, r *http.Request, t *token) {
-	c := s.st
-	c.mu.Lock()
-	var views []map[string]any
-	for _, rt := range sortedValues(c.routers, func(x *Router) int64 { return x.seq }) {
-		if visible(t, rt.ProjectID) {
-			views = append(views, c.routerView(rt, t))
-		}
-	}
-	attrs := keys(c.routerView(&Router{}, t))
-	c.mu.Unlock()
-	s.respondList(w, r, "routers", attrs, views)
-}
-
 func routerAttrs() []string {
 	return []string{"name", "admin_state_up", "external_gateway_info", "description", "availability_zone_hints", "distributed", "ha", "flavor_id", "routes"}
 }
 
-func (s *Cloud) createRouter(w http.ResponseWriter, r *http.Request, t *token) {
-	spec, ok := neutronBody(w, r, "router")
-	if !ok {
-		return
+func (c *state) createRouter(spec map[string]any, t *token) (*Router, *apiError) {
+	if e := c.checkAttrs(spec, true, routerAttrs(), nil); e != nil {
+		return nil, e
 	}
-	c := s.st
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e := s.checkAttrs(spec, true, routerAttrs(), nil)
-	project := t.project
-	if e == nil {
-		project, e = ownerOf(spec, t)
+	project, e := ownerOf(spec, t)
+	if e != nil {
+		return nil, e
 	}
-	if e == nil && over(c.quota(project).Routers, c.count(project, "routers"), 1) {
-		e = errf(http.StatusConflict, "OverQuota", "Quota exceeded for resources: ['router'].")
+	if over(c.quota(project).Routers, c.count(project, "routers"), 1) {
+		return nil, errf(http.StatusConflict, "OverQuota", "Quota exceeded for resources: ['router'].")
 	}
 	rt := &Router{ID: newUUID(), ProjectID: project, Name: str(spec, "name"), Description: str(spec, "description"), AdminStateUp: boolOr(spec, "admin_state_up", true)}
 	rt.Tags, _ = strList(spec, "tags")
-	if e == nil {
-		e = c.setGateway(rt, spec, t)
-	}
-	if e != nil {
-		neutronError(w, e)
-		return
+	if e := c.setGateway(rt, spec, t); e != nil {
+		return nil, e
 	}
 	rt.meta = c.newMeta()
 	c.routers[rt.ID] = rt
-	writeJSON(w, http.StatusCreated, map[string]any{"router": c.routerView(rt, t)})
+	return rt, nil
 }
 
 // setGateway applies external_gateway_info (absent: unchanged; null or {}:
@@ -162,81 +135,57 @@ func (c *state) clearGateway(rt *Router) {
 	}
 }
 
-func (s *Cloud) updateRouter(w http.ResponseWriter, r *http.Request, t *token) {
-	spec, ok := neutronBody(w, r, "router")
-	if !ok {
-		return
-	}
-	c := s.st
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	rt, e := c.router(r.PathValue("id"), t)
-	if e == nil {
-		e = ifMatch(r, rt.meta)
-	}
-	if e == nil {
-		e = s.checkAttrs(spec, false, routerAttrs(), nil)
-	}
-	if e == nil {
-		e = c.setGateway(rt, spec, t)
-	}
-	if e != nil {
-		neutronError(w, e)
-		return
+func (c *state) updateRouter(rt *Router, spec map[string]any, t *token) *apiError {
+	if e := c.setGateway(rt, spec, t); e != nil {
+		return e
 	}
 	rt.Name, rt.Description = strOr(spec, "name", rt.Name), strOr(spec, "description", rt.Description)
 	rt.AdminStateUp = boolOr(spec, "admin_state_up", rt.AdminStateUp)
 	rt.touch()
-	writeJSON(w, http.StatusOK, map[string]any{"router": c.routerView(rt, t)})
+	return nil
 }
 
-func (s *Cloud) deleteRouter(w http.ResponseWriter, r *http.Request, t *token) {
-	c := s.st
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	rt, e := c.router(r.PathValue("id"), t)
-	if e == nil && slices.ContainsFunc(slices.Collect(maps.Values(c.ports)), func(p *Port) bool { return p.DeviceID == rt.ID && p.DeviceOwner == ownerRouterInterface }) {
-		e = errf(http.StatusConflict, "RouterInUse", "Router %s still has ports", rt.ID)
-	}
-	if e != nil {
-		neutronError(w, e)
-		return
+func (c *state) deleteRouter(rt *Router, _ *token) *apiError {
+	if slices.ContainsFunc(slices.Collect(maps.Values(c.ports)), func(p *Port) bool { return p.DeviceID == rt.ID && p.DeviceOwner == ownerRouterInterface }) {
+		return errf(http.StatusConflict, "RouterInUse", "Router %s still has ports", rt.ID)
 	}
 	c.clearGateway(rt)
 	delete(c.routers, rt.ID)
-	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
-func (s *Cloud) routerInterface(add bool) func(http.ResponseWriter, *http.Request, *token) {
-	return func(w http.ResponseWriter, r *http.Request, t *token) {
-		spec, err := readJSON(r)
+// routerInterface serves PUT /v2.0/routers/{id}/{add,remove}_router_interface.
+func routerInterface(add bool) handler {
+	return func(cl *call) (any, error) {
+		spec, err := readJSON(cl.r)
 		if err != nil {
-			neutronError(w, errf(http.StatusBadRequest, "HTTPBadRequest", "%s", err))
-			return
+			return nil, errf(http.StatusBadRequest, "HTTPBadRequest", "%s", err)
 		}
-		c := s.st
+		c := cl.s.st
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		rt, e := c.router(r.PathValue("id"), t)
+		rt, e := c.router(cl.r.PathValue("id"), cl.t)
+		if e != nil {
+			return nil, e
+		}
 		var p *Port
-		if e == nil && add {
-			p, e = c.addInterface(rt, str(spec, "subnet_id"), str(spec, "port_id"), t)
-		} else if e == nil {
+		if add {
+			p, e = c.addInterface(rt, str(spec, "subnet_id"), str(spec, "port_id"), cl.t)
+		} else {
 			p, e = c.removeInterface(rt, str(spec, "subnet_id"), str(spec, "port_id"))
 		}
 		if e != nil {
-			neutronError(w, e)
-			return
+			return nil, e
 		}
 		var subnets []string
 		for _, f := range p.FixedIPs {
 			subnets = append(subnets, f.SubnetID)
 		}
 		rt.touch()
-		writeJSON(w, http.StatusOK, map[string]any{
+		return map[string]any{
 			"id": rt.ID, "tenant_id": rt.ProjectID, "project_id": rt.ProjectID, "port_id": p.ID, "network_id": p.NetworkID,
 			"subnet_id": firstOr(subnets, ""), "subnet_ids": subnets, "tags": []string{},
-		})
+		}, nil
 	}
 }
 

@@ -10,17 +10,15 @@ import (
 // maxTenantMTU is the MTU of VXLAN tenant networks on a 1500-byte underlay.
 const maxTenantMTU = 1450
 
-func (s *Cloud) networkRoutes(mux *http.ServeMux) {
-	mux.HandleFunc("GET /v2.0/networks", s.authed(s.listNetworks))
-	mux.HandleFunc("POST /v2.0/networks", s.authed(s.createNetwork))
-	mux.HandleFunc("GET /v2.0/networks/{id}", s.authed(s.neutronShow("network")))
-	mux.HandleFunc("PUT /v2.0/networks/{id}", s.authed(s.updateNetwork))
-	mux.HandleFunc("DELETE /v2.0/networks/{id}", s.authed(s.deleteNetwork))
-	mux.HandleFunc("GET /v2.0/subnets", s.authed(s.listSubnets))
-	mux.HandleFunc("POST /v2.0/subnets", s.authed(s.createSubnet))
-	mux.HandleFunc("GET /v2.0/subnets/{id}", s.authed(s.neutronShow("subnet")))
-	mux.HandleFunc("PUT /v2.0/subnets/{id}", s.authed(s.updateSubnet))
-	mux.HandleFunc("DELETE /v2.0/subnets/{id}", s.authed(s.deleteSubnet))
+// networks is the network kind.
+func networks() resource[Network, *Network] {
+	return resource[Network, *Network]{
+		kind: "network", path: "networks",
+		items: func(c *state) map[string]*Network { return c.networks },
+		find:  (*state).network, view: (*state).netView,
+		create: (*state).createNetwork, update: (*state).updateNetwork, attrs: networkAttrs(),
+		remove: (*state).deleteNetwork,
+	}
 }
 
 // addNetwork stores a network; callers hold the lock.
@@ -63,69 +61,6 @@ func (c *state) netView(n *Network, t *token) map[string]any {
 	return v
 }
 
-// neutronShow answers GET /v2.0/<kind>s/{id}.
-func (s *Cloud) neutronShow(kind string) func(http.ResponseWriter, *http.Request, *token) {
-	return func(w http.ResponseWriter, r *http.Request, t *token) {
-		c := s.st
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		v, err := c.neutronView(kind, r.PathValue("id"), t)
-		if err != nil {
-			neutronError(w, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, map[string]any{kind: v})
-	}
-}
-
-// neutronView returns the view of one visible resource; callers hold the lock.
-func (c *state) neutronView(kind, id string, t *token) (map[string]any, *apiError) {
-	switch kind {
-	case "network":
-		n, err := c.network(id, t)
-		if err != nil {
-			return nil, err
-		}
-		return c.netView(n, t), nil
-	case "subnet":
-		sn, err := c.subnet(id, t)
-		if err != nil {
-			return nil, err
-		}
-		return subnetView(sn), nil
-	case "port":
-		p, err := c.port(id, t)
-		if err != nil {
-			return nil, err
-		}
-		return c.portView(p, t), nil
-	case "router":
-		rt, err := c.router(id, t)
-		if err != nil {
-			return nil, err
-		}
-		return c.routerView(rt, t), nil
-	case "floatingip":
-		f, err := c.fip(id, t)
-		if err != nil {
-			return nil, err
-		}
-		return c.fipView(f), nil
-	case "security_group":
-		g, err := c.sg(id, t)
-		if err != nil {
-			return nil, err
-		}
-		return c.sgView(g), nil
-	default:
-		rule, err := c.rule(id, t)
-		if err != nil {
-			return nil, err
-		}
-		return ruleView(rule), nil
-	}
-}
-
 func (c *state) network(id string, t *token) (*Network, *apiError) {
 	n, ok := c.networks[id]
 	if !ok || !c.netVisible(n, t) {
@@ -134,111 +69,60 @@ func (c *state) network(id string, t *token) (*Network, *apiError) {
 	return n, nil
 }
 
-func (s *Cloud) listNetworks(w http.ResponseWriter, r *http.Request, t *token) {
-	c := s.st
-	c.mu.Lock()
-	var views []map[string]any
-	for _, n := range sortedValues(c.networks, func(n *Network) int64 { return n.seq }) {
-		if c.netVisible(n, t) {
-			views = append(views, c.netView(n, t))
-		}
-	}
-	attrs := keys(c.netView(&Network{}, t))
-	c.mu.Unlock()
-	s.respondList(w, r, "networks", attrs, views)
-}
-
 // networkAttrs are the attributes a network POST or PUT may carry.
 func networkAttrs() []string {
 	return []string{"name", "admin_state_up", "mtu", "shared", "router:external", "port_security_enabled", "description", "availability_zone_hints", "dns_domain", "provider:network_type", "provider:physical_network", "provider:segmentation_id"}
 }
 
-func (s *Cloud) createNetwork(w http.ResponseWriter, r *http.Request, t *token) {
-	spec, ok := neutronBody(w, r, "network")
-	if !ok {
-		return
-	}
-	if e := s.checkAttrs(spec, true, networkAttrs(), nil); e != nil {
-		neutronError(w, e)
-		return
+func (c *state) createNetwork(spec map[string]any, t *token) (*Network, *apiError) {
+	if e := c.checkAttrs(spec, true, networkAttrs(), nil); e != nil {
+		return nil, e
 	}
 	project, e := ownerOf(spec, t)
+	if e != nil {
+		return nil, e
+	}
 	for _, a := range []string{"router:external", "shared", "provider:network_type", "provider:physical_network", "provider:segmentation_id"} {
-		if _, set := spec[a]; set && e == nil && !t.admin() {
-			e = errf(http.StatusForbidden, "HTTPForbidden", "(rule:create_network and rule:create_network:%s) is disallowed by policy", a)
+		if _, set := spec[a]; set && !t.admin() {
+			return nil, errf(http.StatusForbidden, "HTTPForbidden", "(rule:create_network and rule:create_network:%s) is disallowed by policy", a)
 		}
 	}
 	mtu := intOr(spec, "mtu", maxTenantMTU)
-	if e == nil && mtu > maxTenantMTU && !boolOr(spec, "router:external", false) {
-		e = errf(http.StatusBadRequest, "InvalidInput", "Invalid input for operation: Requested MTU is too big, maximum is %d.", maxTenantMTU)
+	if mtu > maxTenantMTU && !boolOr(spec, "router:external", false) {
+		return nil, errf(http.StatusBadRequest, "InvalidInput", "Invalid input for operation: Requested MTU is too big, maximum is %d.", maxTenantMTU)
 	}
-	c := s.st
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e == nil && over(c.quota(project).Networks, c.count(project, "networks"), 1) {
-		e = errf(http.StatusConflict, "OverQuota", "Quota exceeded for resources: ['network'].")
-	}
-	if e != nil {
-		neutronError(w, e)
-		return
+	if over(c.quota(project).Networks, c.count(project, "networks"), 1) {
+		return nil, errf(http.StatusConflict, "OverQuota", "Quota exceeded for resources: ['network'].")
 	}
 	n := c.addNetwork(project, str(spec, "name"), mtu, boolOr(spec, "router:external", false))
 	n.Description, n.Shared = str(spec, "description"), boolOr(spec, "shared", false)
 	n.AdminStateUp, n.PortSecurity = boolOr(spec, "admin_state_up", true), boolOr(spec, "port_security_enabled", true)
 	n.Tags, _ = strList(spec, "tags")
-	writeJSON(w, http.StatusCreated, map[string]any{"network": c.netView(n, t)})
+	return n, nil
 }
 
-func (s *Cloud) updateNetwork(w http.ResponseWriter, r *http.Request, t *token) {
-	spec, ok := neutronBody(w, r, "network")
-	if !ok {
-		return
+func (c *state) updateNetwork(n *Network, spec map[string]any, t *token) *apiError {
+	if !t.admin() && n.ProjectID != t.project {
+		return errf(http.StatusNotFound, "NetworkNotFound", "Network %s could not be found.", n.ID)
 	}
-	c := s.st
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n, e := c.network(r.PathValue("id"), t)
-	if e == nil {
-		e = ifMatch(r, n.meta)
-	}
-	if e == nil {
-		e = s.checkAttrs(spec, false, networkAttrs(), nil)
-	}
-	if e == nil && !t.admin() && n.ProjectID != t.project {
-		e = errf(http.StatusNotFound, "NetworkNotFound", "Network %s could not be found.", n.ID)
-	}
-	if e == nil && intOr(spec, "mtu", 0) > maxTenantMTU && !n.External {
-		e = errf(http.StatusBadRequest, "InvalidInput", "Invalid input for operation: Requested MTU is too big, maximum is %d.", maxTenantMTU)
-	}
-	if e != nil {
-		neutronError(w, e)
-		return
+	if intOr(spec, "mtu", 0) > maxTenantMTU && !n.External {
+		return errf(http.StatusBadRequest, "InvalidInput", "Invalid input for operation: Requested MTU is too big, maximum is %d.", maxTenantMTU)
 	}
 	n.Name, n.Description = strOr(spec, "name", n.Name), strOr(spec, "description", n.Description)
 	n.MTU, n.AdminStateUp = intOr(spec, "mtu", n.MTU), boolOr(spec, "admin_state_up", n.AdminStateUp)
 	n.PortSecurity, n.Shared, n.External = boolOr(spec, "port_security_enabled", n.PortSecurity), boolOr(spec, "shared", n.Shared), boolOr(spec, "router:external", n.External)
 	n.touch()
-	writeJSON(w, http.StatusOK, map[string]any{"network": c.netView(n, t)})
+	return nil
 }
 
-func (s *Cloud) deleteNetwork(w http.ResponseWriter, r *http.Request, t *token) {
-	c := s.st
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n, e := c.network(r.PathValue("id"), t)
-	if e == nil && !visible(t, n.ProjectID) {
-		e = errf(http.StatusNotFound, "NetworkNotFound", "Network %s could not be found.", n.ID)
+func (c *state) deleteNetwork(n *Network, t *token) *apiError {
+	if !visible(t, n.ProjectID) {
+		return errf(http.StatusNotFound, "NetworkNotFound", "Network %s could not be found.", n.ID)
 	}
-	if e == nil {
-		inUse := slices.ContainsFunc(slices.Collect(maps.Values(c.ports)), func(p *Port) bool { return p.NetworkID == n.ID }) ||
-			slices.ContainsFunc(slices.Collect(maps.Values(c.fips)), func(f *FloatingIP) bool { return f.FloatingNetworkID == n.ID })
-		if inUse {
-			e = errf(http.StatusConflict, "NetworkInUse", "Unable to complete operation on network %s. There are one or more ports still in use on the network.", n.ID)
-		}
-	}
-	if e != nil {
-		neutronError(w, e)
-		return
+	inUse := slices.ContainsFunc(slices.Collect(maps.Values(c.ports)), func(p *Port) bool { return p.NetworkID == n.ID }) ||
+		slices.ContainsFunc(slices.Collect(maps.Values(c.fips)), func(f *FloatingIP) bool { return f.FloatingNetworkID == n.ID })
+	if inUse {
+		return errf(http.StatusConflict, "NetworkInUse", "Unable to complete operation on network %s. There are one or more ports still in use on the network.", n.ID)
 	}
 	for id, sn := range c.subnets {
 		if sn.NetworkID == n.ID {
@@ -246,7 +130,7 @@ func (s *Cloud) deleteNetwork(w http.ResponseWriter, r *http.Request, t *token) 
 		}
 	}
 	delete(c.networks, n.ID)
-	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
 // count counts a project's resources of one Neutron collection.

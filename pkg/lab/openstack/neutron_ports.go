@@ -19,12 +19,17 @@ func portAttrs() []string {
 	}
 }
 
-func (s *Cloud) portRoutes(mux *http.ServeMux) {
-	mux.HandleFunc("GET /v2.0/ports", s.authed(s.listPorts))
-	mux.HandleFunc("POST /v2.0/ports", s.authed(s.createPort))
-	mux.HandleFunc("GET /v2.0/ports/{id}", s.authed(s.neutronShow("port")))
-	mux.HandleFunc("PUT /v2.0/ports/{id}", s.authed(s.updatePort))
-	mux.HandleFunc("DELETE /v2.0/ports/{id}", s.authed(s.deletePort))
+// ports is the port kind.
+func ports() resource[Port, *Port] {
+	return resource[Port, *Port]{
+		kind: "port", path: "ports",
+		items: func(c *state) map[string]*Port { return c.ports },
+		find:  (*state).port, view: (*state).portView,
+		create: (*state).createPort, update: (*state).updatePort,
+		attrs:    slices.DeleteFunc(portAttrs(), func(a string) bool { return a == "network_id" || a == "mac_address" }),
+		readOnly: []string{"network_id", "mac_address"},
+		remove:   (*state).deletePort,
+	}
 }
 
 func (c *state) port(id string, t *token) (*Port, *apiError) {
@@ -56,44 +61,17 @@ func (c *state) portView(p *Port, t *token) map[string]any {
 	return v
 }
 
-func (s *Cloud) listPorts(w http.ResponseWriter, r *http.Request, t *token) {
-	c := s.st
-	c.mu.Lock()
-	var views []map[string]any
-	for _, p := range sortedValues(c.ports, func(p *Port) int64 { return p.seq }) {
-		if visible(t, p.ProjectID) {
-			views = append(views, c.portView(p, t))
-		}
-	}
-	attrs := keys(c.portView(&Port{}, t))
-	c.mu.Unlock()
-	s.respondList(w, r, "ports", attrs, views)
-}
-
 func newMAC() string {
 	var b [3]byte
 	_, _ = rand.Read(b[:])
 	return fmt.Sprintf("fa:16:3e:%02x:%02x:%02x", b[0], b[1], b[2])
 }
 
-func (s *Cloud) createPort(w http.ResponseWriter, r *http.Request, t *token) {
-	spec, ok := neutronBody(w, r, "port")
-	if !ok {
-		return
+func (c *state) createPort(spec map[string]any, t *token) (*Port, *apiError) {
+	if e := c.checkAttrs(spec, true, portAttrs(), nil); e != nil {
+		return nil, e
 	}
-	c := s.st
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e := s.checkAttrs(spec, true, portAttrs(), nil)
-	var p *Port
-	if e == nil {
-		p, e = c.newPort(spec, t)
-	}
-	if e != nil {
-		neutronError(w, e)
-		return
-	}
-	writeJSON(w, http.StatusCreated, map[string]any{"port": c.portView(p, t)})
+	return c.newPort(spec, t)
 }
 
 // newPort validates a port POST and stores the port; callers hold the lock.
@@ -274,27 +252,9 @@ func addressPairs(raw any, mac string) ([]AddressPair, *apiError) {
 	return out, nil
 }
 
-func (s *Cloud) updatePort(w http.ResponseWriter, r *http.Request, t *token) {
-	spec, ok := neutronBody(w, r, "port")
-	if !ok {
-		return
-	}
-	c := s.st
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	p, e := c.port(r.PathValue("id"), t)
-	if e == nil {
-		e = ifMatch(r, p.meta)
-	}
-	if e == nil {
-		e = s.checkAttrs(spec, false, slices.DeleteFunc(portAttrs(), func(a string) bool { return a == "network_id" || a == "mac_address" }), []string{"network_id", "mac_address"})
-	}
-	if e == nil {
-		e = c.applyPortSpec(p, spec, false)
-	}
-	if e != nil {
-		neutronError(w, e)
-		return
+func (c *state) updatePort(p *Port, spec map[string]any, t *token) *apiError {
+	if e := c.applyPortSpec(p, spec, false); e != nil {
+		return e
 	}
 	p.Name, p.Description = strOr(spec, "name", p.Name), strOr(spec, "description", p.Description)
 	p.DeviceID, p.DeviceOwner = strOr(spec, "device_id", p.DeviceID), strOr(spec, "device_owner", p.DeviceOwner)
@@ -303,24 +263,15 @@ func (s *Cloud) updatePort(w http.ResponseWriter, r *http.Request, t *token) {
 		p.BindingHost = strOr(spec, "binding:host_id", p.BindingHost)
 	}
 	p.touch()
-	writeJSON(w, http.StatusOK, map[string]any{"port": c.portView(p, t)})
+	return nil
 }
 
-func (s *Cloud) deletePort(w http.ResponseWriter, r *http.Request, t *token) {
-	c := s.st
-	c.mu.Lock()
-	p, e := c.port(r.PathValue("id"), t)
-	if e == nil && strings.HasPrefix(p.DeviceOwner, "network:router_") {
-		e = errf(http.StatusConflict, "ServicePortInUse", "Port %s cannot be deleted directly via the port API: has device owner %s.", p.ID, p.DeviceOwner)
-	}
-	if e != nil {
-		c.mu.Unlock()
-		neutronError(w, e)
-		return
+func (c *state) deletePort(p *Port, _ *token) *apiError {
+	if strings.HasPrefix(p.DeviceOwner, "network:router_") {
+		return errf(http.StatusConflict, "ServicePortInUse", "Port %s cannot be deleted directly via the port API: has device owner %s.", p.ID, p.DeviceOwner)
 	}
 	c.removePort(p)
-	c.unlock()
-	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
 // removePort deletes a port, detaching it from its server and floating

@@ -9,17 +9,37 @@ import (
 	"strings"
 )
 
-func (s *Cloud) sgRoutes(mux *http.ServeMux) {
-	mux.HandleFunc("GET /v2.0/security-groups", s.authed(s.listSGs))
-	mux.HandleFunc("POST /v2.0/security-groups", s.authed(s.createSG))
-	mux.HandleFunc("GET /v2.0/security-groups/{id}", s.authed(s.neutronShow("security_group")))
-	mux.HandleFunc("PUT /v2.0/security-groups/{id}", s.authed(s.updateSG))
-	mux.HandleFunc("DELETE /v2.0/security-groups/{id}", s.authed(s.deleteSG))
-	mux.HandleFunc("GET /v2.0/security-group-rules", s.authed(s.listRules))
-	mux.HandleFunc("POST /v2.0/security-group-rules", s.authed(s.createRule))
-	mux.HandleFunc("GET /v2.0/security-group-rules/{id}", s.authed(s.neutronShow("security_group_rule")))
-	mux.HandleFunc("DELETE /v2.0/security-group-rules/{id}", s.authed(s.deleteRule))
+// securityGroups is the security group kind.
+func securityGroups() resource[SecurityGroup, *SecurityGroup] {
+	return resource[SecurityGroup, *SecurityGroup]{
+		kind: "security_group", path: "security-groups",
+		items:   func(c *state) map[string]*SecurityGroup { return c.sgs },
+		find:    (*state).sg,
+		view:    func(c *state, g *SecurityGroup, _ *token) map[string]any { return c.sgView(g) },
+		prepare: func(c *state, t *token) { c.defaultSG(t.project) },
+		create:  (*state).createSG, update: (*state).updateSG, attrs: sgAttrs(),
+		remove: (*state).deleteSG,
+	}
 }
+
+// securityGroupRules is the security group rule kind (no update).
+func securityGroupRules() resource[SecurityGroupRule, *SecurityGroupRule] {
+	return resource[SecurityGroupRule, *SecurityGroupRule]{
+		kind: "security_group_rule", path: "security-group-rules",
+		items:   func(c *state) map[string]*SecurityGroupRule { return c.rules },
+		find:    (*state).rule,
+		view:    func(_ *state, r *SecurityGroupRule, _ *token) map[string]any { return ruleView(r) },
+		prepare: func(c *state, t *token) { c.defaultSG(t.project) },
+		create:  (*state).createRule,
+		remove: func(c *state, r *SecurityGroupRule, _ *token) *apiError {
+			delete(c.rules, r.ID)
+			return nil
+		},
+	}
+}
+
+// sgAttrs are the attributes a security group POST or PUT may carry.
+func sgAttrs() []string { return []string{"name", "description", "stateful"} }
 
 func (c *state) sg(id string, t *token) (*SecurityGroup, *apiError) {
 	g, ok := c.sgs[id]
@@ -112,108 +132,42 @@ func normalizedCIDR(s string) string {
 	return ""
 }
 
-func (s *Cloud) listSGs(w http.ResponseWriter, r *http.Request, t *token) {
-	c := s.st
-	c.mu.Lock()
-	c.defaultSG(t.project)
-	var views []map[string]any
-	for _, g := range sortedValues(c.sgs, func(x *SecurityGroup) int64 { return x.seq }) {
-		if visible(t, g.ProjectID) {
-			views = append(views, c.sgView(g))
-		}
+func (c *state) createSG(spec map[string]any, t *token) (*SecurityGroup, *apiError) {
+	if e := c.checkAttrs(spec, true, sgAttrs(), nil); e != nil {
+		return nil, e
 	}
-	attrs := keys(c.sgView(&SecurityGroup{}))
-	c.mu.Unlock()
-	s.respondList(w, r, "security_groups", attrs, views)
-}
-
-func (s *Cloud) listRules(w http.ResponseWriter, r *http.Request, t *token) {
-	c := s.st
-	c.mu.Lock()
-	c.defaultSG(t.project)
-	var views []map[string]any
-	for _, rule := range sortedValues(c.rules, func(x *SecurityGroupRule) int64 { return x.seq }) {
-		if visible(t, rule.ProjectID) {
-			views = append(views, ruleView(rule))
-		}
-	}
-	c.mu.Unlock()
-	s.respondList(w, r, "security_group_rules", keys(ruleView(&SecurityGroupRule{})), views)
-}
-
-func (s *Cloud) createSG(w http.ResponseWriter, r *http.Request, t *token) {
-	spec, ok := neutronBody(w, r, "security_group")
-	if !ok {
-		return
-	}
-	c := s.st
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e := s.checkAttrs(spec, true, []string{"name", "description", "stateful"}, nil)
-	project := t.project
-	if e == nil {
-		project, e = ownerOf(spec, t)
-	}
-	if e == nil && str(spec, "name") == "default" {
-		e = errf(http.StatusConflict, "SecurityGroupDefaultAlreadyExists", "Default security group already exists.")
-	}
-	if e == nil && (over(c.quota(project).SecurityGroups, c.count(project, "security_groups"), 1) ||
-		over(c.quota(project).SecurityGroupRules, c.count(project, "security_group_rules"), 2)) {
-		e = errf(http.StatusConflict, "OverQuota", "Quota exceeded for resources: ['security_group'].")
-	}
+	project, e := ownerOf(spec, t)
 	if e != nil {
-		neutronError(w, e)
-		return
+		return nil, e
+	}
+	if str(spec, "name") == "default" {
+		return nil, errf(http.StatusConflict, "SecurityGroupDefaultAlreadyExists", "Default security group already exists.")
+	}
+	if over(c.quota(project).SecurityGroups, c.count(project, "security_groups"), 1) ||
+		over(c.quota(project).SecurityGroupRules, c.count(project, "security_group_rules"), 2) {
+		return nil, errf(http.StatusConflict, "OverQuota", "Quota exceeded for resources: ['security_group'].")
 	}
 	c.defaultSG(project)
 	g := c.addSG(project, str(spec, "name"), str(spec, "description"))
 	g.Stateful = boolOr(spec, "stateful", true)
 	g.Tags, _ = strList(spec, "tags")
-	writeJSON(w, http.StatusCreated, map[string]any{"security_group": c.sgView(g)})
+	return g, nil
 }
 
-func (s *Cloud) updateSG(w http.ResponseWriter, r *http.Request, t *token) {
-	spec, ok := neutronBody(w, r, "security_group")
-	if !ok {
-		return
-	}
-	c := s.st
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	g, e := c.sg(r.PathValue("id"), t)
-	if e == nil {
-		e = ifMatch(r, g.meta)
-	}
-	if e == nil {
-		e = s.checkAttrs(spec, false, []string{"name", "description", "stateful"}, nil)
-	}
-	if e != nil {
-		neutronError(w, e)
-		return
-	}
+func (c *state) updateSG(g *SecurityGroup, spec map[string]any, _ *token) *apiError {
 	g.Name, g.Description, g.Stateful = strOr(spec, "name", g.Name), strOr(spec, "description", g.Description), boolOr(spec, "stateful", g.Stateful)
 	g.touch()
-	writeJSON(w, http.StatusOK, map[string]any{"security_group": c.sgView(g)})
+	return nil
 }
 
-func (s *Cloud) deleteSG(w http.ResponseWriter, r *http.Request, t *token) {
-	c := s.st
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	g, e := c.sg(r.PathValue("id"), t)
-	if e == nil && g.Name == "default" && !t.admin() {
-		e = errf(http.StatusConflict, "SecurityGroupCannotRemoveDefault", "Insufficient rights for removing default security group.")
+func (c *state) deleteSG(g *SecurityGroup, t *token) *apiError {
+	if g.Name == "default" && !t.admin() {
+		return errf(http.StatusConflict, "SecurityGroupCannotRemoveDefault", "Insufficient rights for removing default security group.")
 	}
-	if e == nil {
-		for _, p := range c.ports {
-			if slices.Contains(p.SecurityGroups, g.ID) {
-				e = errf(http.StatusConflict, "SecurityGroupInUse", "Security Group %s in use.", g.ID)
-			}
+	for _, p := range c.ports {
+		if slices.Contains(p.SecurityGroups, g.ID) {
+			return errf(http.StatusConflict, "SecurityGroupInUse", "Security Group %s in use.", g.ID)
 		}
-	}
-	if e != nil {
-		neutronError(w, e)
-		return
 	}
 	for id, rule := range c.rules {
 		if rule.SecurityGroupID == g.ID || rule.RemoteGroupID == g.ID {
@@ -221,31 +175,23 @@ func (s *Cloud) deleteSG(w http.ResponseWriter, r *http.Request, t *token) {
 		}
 	}
 	delete(c.sgs, g.ID)
-	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
-func (s *Cloud) createRule(w http.ResponseWriter, r *http.Request, t *token) {
-	spec, ok := neutronBody(w, r, "security_group_rule")
-	if !ok {
-		return
-	}
-	c := s.st
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e := s.checkAttrs(spec, true, []string{
+func (c *state) createRule(spec map[string]any, t *token) (*SecurityGroupRule, *apiError) {
+	e := c.checkAttrs(spec, true, []string{
 		"security_group_id", "direction", "ethertype", "protocol", "port_range_min", "port_range_max",
 		"remote_ip_prefix", "remote_group_id", "remote_address_group_id", "description",
 	}, nil)
-	var rule *SecurityGroupRule
-	if e == nil {
-		rule, e = c.newRule(spec, t)
-	}
 	if e != nil {
-		neutronError(w, e)
-		return
+		return nil, e
+	}
+	rule, e := c.newRule(spec, t)
+	if e != nil {
+		return nil, e
 	}
 	c.addRule(rule)
-	writeJSON(w, http.StatusCreated, map[string]any{"security_group_rule": ruleView(rule)})
+	return rule, nil
 }
 
 // protoNumber maps protocol names to the numbers duplicates compare on.
@@ -353,17 +299,4 @@ func sameRule(a, b *SecurityGroupRule) bool {
 	return a.SecurityGroupID == b.SecurityGroupID && a.Direction == b.Direction && a.EtherType == b.EtherType &&
 		protoNumber(a.Protocol) == protoNumber(b.Protocol) && ptrEq(a.PortRangeMin, b.PortRangeMin) && ptrEq(a.PortRangeMax, b.PortRangeMax) &&
 		normalizedCIDR(a.RemoteIPPrefix) == normalizedCIDR(b.RemoteIPPrefix) && a.RemoteGroupID == b.RemoteGroupID
-}
-
-func (s *Cloud) deleteRule(w http.ResponseWriter, r *http.Request, t *token) {
-	c := s.st
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	rule, e := c.rule(r.PathValue("id"), t)
-	if e != nil {
-		neutronError(w, e)
-		return
-	}
-	delete(c.rules, rule.ID)
-	w.WriteHeader(http.StatusNoContent)
 }

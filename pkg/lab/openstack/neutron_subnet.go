@@ -7,6 +7,20 @@ import (
 	"slices"
 )
 
+// subnets is the subnet kind.
+func subnets() resource[Subnet, *Subnet] {
+	return resource[Subnet, *Subnet]{
+		kind: "subnet", path: "subnets",
+		items:  func(c *state) map[string]*Subnet { return c.subnets },
+		find:   (*state).subnet,
+		view:   func(_ *state, sn *Subnet, _ *token) map[string]any { return subnetView(sn) },
+		create: (*state).createSubnet, update: (*state).updateSubnet,
+		attrs:    []string{"name", "description", "gateway_ip", "allocation_pools", "dns_nameservers", "host_routes", "enable_dhcp", "service_types"},
+		readOnly: []string{"network_id", "cidr", "ip_version"},
+		remove:   (*state).deleteSubnet,
+	}
+}
+
 func subnetAttrs() []string {
 	return []string{"name", "network_id", "ip_version", "cidr", "gateway_ip", "allocation_pools", "dns_nameservers", "host_routes", "enable_dhcp", "description", "service_types", "subnetpool_id", "ipv6_ra_mode", "ipv6_address_mode"}
 }
@@ -44,40 +58,19 @@ func (c *state) subnet(id string, t *token) (*Subnet, *apiError) {
 	return nil, errf(http.StatusNotFound, "SubnetNotFound", "Subnet %s could not be found.", id)
 }
 
-func (s *Cloud) listSubnets(w http.ResponseWriter, r *http.Request, t *token) {
-	c := s.st
-	c.mu.Lock()
-	var views []map[string]any
-	for _, sn := range sortedValues(c.subnets, func(s *Subnet) int64 { return s.seq }) {
-		if _, err := c.subnet(sn.ID, t); err == nil {
-			views = append(views, subnetView(sn))
-		}
-	}
-	c.mu.Unlock()
-	s.respondList(w, r, "subnets", keys(subnetView(&Subnet{})), views)
-}
-
-func (s *Cloud) createSubnet(w http.ResponseWriter, r *http.Request, t *token) {
-	spec, ok := neutronBody(w, r, "subnet")
-	if !ok {
-		return
-	}
-	c := s.st
-	c.mu.Lock()
-	defer c.mu.Unlock()
+func (c *state) createSubnet(spec map[string]any, t *token) (*Subnet, *apiError) {
 	sn, e := c.newSubnet(spec, t)
-	if e == nil {
-		e = s.checkAttrs(spec, true, subnetAttrs(), nil)
-	}
-	if e == nil && over(c.quota(sn.ProjectID).Subnets, c.count(sn.ProjectID, "subnets"), 1) {
-		e = errf(http.StatusConflict, "OverQuota", "Quota exceeded for resources: ['subnet'].")
-	}
 	if e != nil {
-		neutronError(w, e)
-		return
+		return nil, e
+	}
+	if e := c.checkAttrs(spec, true, subnetAttrs(), nil); e != nil {
+		return nil, e
+	}
+	if over(c.quota(sn.ProjectID).Subnets, c.count(sn.ProjectID, "subnets"), 1) {
+		return nil, errf(http.StatusConflict, "OverQuota", "Quota exceeded for resources: ['subnet'].")
 	}
 	c.addSubnet(sn)
-	writeJSON(w, http.StatusCreated, map[string]any{"subnet": subnetView(sn)})
+	return sn, nil
 }
 
 // newSubnet validates a subnet POST; callers hold the lock.
@@ -164,59 +157,33 @@ func (c *state) applySubnetSpec(sn *Subnet, spec map[string]any, prefix netip.Pr
 	return nil
 }
 
-func (s *Cloud) updateSubnet(w http.ResponseWriter, r *http.Request, t *token) {
-	spec, ok := neutronBody(w, r, "subnet")
-	if !ok {
-		return
-	}
-	c := s.st
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	sn, e := c.subnet(r.PathValue("id"), t)
-	if e == nil {
-		e = ifMatch(r, sn.meta)
-	}
-	if e == nil {
-		e = s.checkAttrs(spec, false, []string{"name", "description", "gateway_ip", "allocation_pools", "dns_nameservers", "host_routes", "enable_dhcp", "service_types"}, []string{"network_id", "cidr", "ip_version"})
-	}
-	if e == nil && !visible(t, sn.ProjectID) {
-		e = errf(http.StatusNotFound, "SubnetNotFound", "Subnet %s could not be found.", sn.ID)
+func (c *state) updateSubnet(sn *Subnet, spec map[string]any, t *token) *apiError {
+	if !visible(t, sn.ProjectID) {
+		return errf(http.StatusNotFound, "SubnetNotFound", "Subnet %s could not be found.", sn.ID)
 	}
 	updated := *sn
-	if e == nil {
-		if v, set := spec["gateway_ip"]; set {
-			updated.GatewayIP, _ = v.(string)
-		}
-		e = c.applySubnetSpec(&updated, spec, netip.MustParsePrefix(sn.CIDR))
+	if v, set := spec["gateway_ip"]; set {
+		updated.GatewayIP, _ = v.(string)
 	}
-	if e != nil {
-		neutronError(w, e)
-		return
+	if e := c.applySubnetSpec(&updated, spec, netip.MustParsePrefix(sn.CIDR)); e != nil {
+		return e
 	}
 	updated.Name, updated.Description = strOr(spec, "name", sn.Name), strOr(spec, "description", sn.Description)
 	updated.EnableDHCP = boolOr(spec, "enable_dhcp", sn.EnableDHCP)
 	*sn = updated
 	sn.touch()
-	writeJSON(w, http.StatusOK, map[string]any{"subnet": subnetView(sn)})
+	return nil
 }
 
-func (s *Cloud) deleteSubnet(w http.ResponseWriter, r *http.Request, t *token) {
-	c := s.st
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	sn, e := c.subnet(r.PathValue("id"), t)
-	if e == nil && !visible(t, sn.ProjectID) {
-		e = errf(http.StatusNotFound, "SubnetNotFound", "Subnet %s could not be found.", sn.ID)
+func (c *state) deleteSubnet(sn *Subnet, t *token) *apiError {
+	if !visible(t, sn.ProjectID) {
+		return errf(http.StatusNotFound, "SubnetNotFound", "Subnet %s could not be found.", sn.ID)
 	}
-	if e == nil && len(c.usedIPs(sn.ID)) > 0 {
-		e = errf(http.StatusConflict, "SubnetInUse", "Unable to complete operation on subnet %s: One or more ports have an IP allocation from this subnet.", sn.ID)
-	}
-	if e != nil {
-		neutronError(w, e)
-		return
+	if len(c.usedIPs(sn.ID)) > 0 {
+		return errf(http.StatusConflict, "SubnetInUse", "Unable to complete operation on subnet %s: One or more ports have an IP allocation from this subnet.", sn.ID)
 	}
 	delete(c.subnets, sn.ID)
-	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
 // usedIPs maps the allocated addresses of a subnet to their holder.

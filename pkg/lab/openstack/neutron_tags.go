@@ -40,71 +40,61 @@ func (c *state) taggable(collection, id string, t *token) (*[]string, *meta, *ap
 }
 
 // tagsAPI serves /v2.0/{collection}/{id}/tags[/{tag}] (standard-attr-tag).
-func (s *Cloud) tagsAPI(w http.ResponseWriter, r *http.Request, t *token) {
+func tagsAPI(cl *call) (any, error) {
+	r := cl.r
 	var replace []string
 	if r.Method == http.MethodPut && r.PathValue("tag") == "" {
 		body, err := readJSON(r)
 		tags, ok := strList(body, "tags")
 		if _, present := body["tags"]; err != nil || !present || !ok {
-			neutronError(w, errf(http.StatusBadRequest, "HTTPBadRequest", "Invalid input for tags. Reason: expected a list of strings."))
-			return
+			return nil, errf(http.StatusBadRequest, "HTTPBadRequest", "Invalid input for tags. Reason: expected a list of strings.")
 		}
 		replace = tags
 	}
-	c := s.st
+	c := cl.s.st
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	tags, m, e := c.taggable(r.PathValue("collection"), r.PathValue("id"), t)
-	if e == nil {
-		e = validTags(append(slices.Clone(replace), r.PathValue("tag")))
-	}
+	tags, m, e := c.taggable(r.PathValue("collection"), r.PathValue("id"), cl.t)
 	if e != nil {
-		neutronError(w, e)
-		return
+		return nil, e
+	}
+	if e := validTags(append(slices.Clone(replace), r.PathValue("tag"))); e != nil {
+		return nil, e
 	}
 	tag := r.PathValue("tag")
 	switch {
 	case r.Method == http.MethodGet && tag == "":
-		writeJSON(w, http.StatusOK, map[string]any{"tags": sortedTags(*tags)})
-	case r.Method == http.MethodGet:
-		if !slices.Contains(*tags, tag) {
-			neutronError(w, errf(http.StatusNotFound, "TagNotFound", "Tag %s could not be found.", tag))
-			return
-		}
-		w.WriteHeader(http.StatusNoContent)
+		return map[string]any{"tags": sortedTags(*tags)}, nil
 	case r.Method == http.MethodPut && tag == "":
 		*tags = sortedTags(replace)
 		m.touch()
-		writeJSON(w, http.StatusOK, map[string]any{"tags": sortedTags(*tags)})
+		return map[string]any{"tags": sortedTags(*tags)}, nil
 	case r.Method == http.MethodPut:
 		if !slices.Contains(*tags, tag) {
 			*tags = sortedTags(append(*tags, tag))
 			m.touch()
 		}
-		w.WriteHeader(http.StatusCreated)
+		return created(nil), nil
 	case tag == "":
 		*tags = nil
 		m.touch()
-		w.WriteHeader(http.StatusNoContent)
-	default:
-		if !slices.Contains(*tags, tag) {
-			neutronError(w, errf(http.StatusNotFound, "TagNotFound", "Tag %s could not be found.", tag))
-			return
-		}
+		return noContent(), nil
+	case !slices.Contains(*tags, tag):
+		return nil, errf(http.StatusNotFound, "TagNotFound", "Tag %s could not be found.", tag)
+	case r.Method == http.MethodDelete:
 		*tags = slices.DeleteFunc(*tags, func(x string) bool { return x == tag })
 		m.touch()
-		w.WriteHeader(http.StatusNoContent)
 	}
+	return noContent(), nil
 }
 
 // neutronQuota serves GET /v2.0/quotas/{project}[/details].
-func (s *Cloud) neutronQuota(w http.ResponseWriter, r *http.Request, t *token) {
-	project := r.PathValue("project")
-	if project != t.project && !t.admin() {
-		neutronError(w, errf(http.StatusForbidden, "HTTPForbidden", "Non-admin is not authorized to access quotas for another project"))
-		return
+func neutronQuota(cl *call) (any, error) {
+	project := cl.r.PathValue("project")
+	if project != cl.t.project && !cl.t.admin() {
+		return nil, errf(http.StatusForbidden, "HTTPForbidden", "Non-admin is not authorized to access quotas for another project")
 	}
-	c := s.st
+	c := cl.s.st
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	q := c.quota(project)
@@ -117,11 +107,11 @@ func (s *Cloud) neutronQuota(w http.ResponseWriter, r *http.Request, t *token) {
 		if limit <= 0 {
 			limit = -1
 		}
-		if r.URL.Path == "/v2.0/quotas/"+project {
+		if cl.r.URL.Path == "/v2.0/quotas/"+project {
 			out[k] = limit
 			continue
 		}
 		out[k] = map[string]any{"limit": limit, "used": c.count(project, k+"s"), "reserved": 0}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"quota": out})
+	return map[string]any{"quota": out}, nil
 }

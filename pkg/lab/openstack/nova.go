@@ -51,21 +51,17 @@ func novaVersion(r *http.Request) (int, *apiError) {
 	return n, nil
 }
 
-// novaHandler is a Nova handler: token and microversion (2.x → x) checked.
-type novaHandler func(w http.ResponseWriter, r *http.Request, t *token, mv int)
-
-func (s *Cloud) nova(h novaHandler) http.HandlerFunc {
-	return s.authed(func(w http.ResponseWriter, r *http.Request, t *token) {
-		mv, e := novaVersion(r)
-		if e != nil {
-			novaError(w, e)
-			return
-		}
-		w.Header().Set("OpenStack-API-Version", fmt.Sprintf("compute 2.%d", mv))
-		w.Header().Set("X-OpenStack-Nova-API-Version", fmt.Sprintf("2.%d", mv))
-		w.Header().Set("Vary", "OpenStack-API-Version, X-OpenStack-Nova-API-Version")
-		h(w, r, t, mv)
-	})
+// novaCheck reads the microversion (2.x → x) and answers with it.
+func novaCheck(c *call) *apiError {
+	mv, e := novaVersion(c.r)
+	if e != nil {
+		return e
+	}
+	c.mv = mv
+	c.w.Header().Set("OpenStack-API-Version", fmt.Sprintf("compute 2.%d", mv))
+	c.w.Header().Set("X-OpenStack-Nova-API-Version", fmt.Sprintf("2.%d", mv))
+	c.w.Header().Set("Vary", "OpenStack-API-Version, X-OpenStack-Nova-API-Version")
+	return nil
 }
 
 func (s *Cloud) novaMux() http.Handler {
@@ -90,8 +86,8 @@ func (s *Cloud) novaMux() http.Handler {
 	mux.HandleFunc("GET /v2.1/flavors", s.nova(s.listFlavors))
 	mux.HandleFunc("GET /v2.1/flavors/detail", s.nova(s.listFlavors))
 	mux.HandleFunc("GET /v2.1/flavors/{id}", s.nova(s.showFlavor))
-	mux.HandleFunc("GET /v2.1/flavors/{id}/os-extra_specs", s.nova(func(w http.ResponseWriter, _ *http.Request, _ *token, _ int) {
-		writeJSON(w, http.StatusOK, map[string]any{"extra_specs": map[string]any{}})
+	mux.HandleFunc("GET /v2.1/flavors/{id}/os-extra_specs", s.nova(func(*call) (any, error) {
+		return map[string]any{"extra_specs": map[string]any{}}, nil
 	}))
 	mux.HandleFunc("GET /v2.1/os-availability-zone", s.nova(s.zones))
 	mux.HandleFunc("GET /v2.1/os-availability-zone/detail", s.nova(s.zones))
@@ -123,31 +119,30 @@ func (c *state) server(id string, t *token) (*Server, *apiError) {
 	return srv, nil
 }
 
-func (s *Cloud) showServer(w http.ResponseWriter, r *http.Request, t *token, mv int) {
+func (s *Cloud) showServer(cl *call) (any, error) {
+	r, t, mv := cl.r, cl.t, cl.mv
 	c := s.st
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	srv, e := c.server(r.PathValue("id"), t)
 	if e != nil {
-		novaError(w, e)
-		return
+		return nil, e
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"server": s.serverView(srv, t, mv)})
+	return map[string]any{"server": s.serverView(srv, t, mv)}, nil
 }
 
-func (s *Cloud) listServers(w http.ResponseWriter, r *http.Request, t *token, mv int) {
+func (s *Cloud) listServers(cl *call) (any, error) {
+	r, t, mv := cl.r, cl.t, cl.mv
 	q := r.URL.Query()
 	all := q.Has("all_tenants") && !slices.Contains([]string{"0", "false", "False", "f", "off", "no"}, q.Get("all_tenants"))
 	if all && !t.admin() {
-		novaError(w, errf(http.StatusForbidden, "", "Policy doesn't allow os_compute_api:servers:index:get_all_tenants to be performed."))
-		return
+		return nil, errf(http.StatusForbidden, "", "Policy doesn't allow os_compute_api:servers:index:get_all_tenants to be performed.")
 	}
 	var nameRE *regexp.Regexp
 	if n := q.Get("name"); n != "" {
 		re, err := regexp.Compile(n)
 		if err != nil {
-			novaError(w, errf(http.StatusBadRequest, "", "Invalid input for query parameters name. Value: %s. '%s' is not a 'regex'", n, n))
-			return
+			return nil, errf(http.StatusBadRequest, "", "Invalid input for query parameters name. Value: %s. '%s' is not a 'regex'", n, n)
 		}
 		nameRE = re
 	}
@@ -177,43 +172,41 @@ func (s *Cloud) listServers(w http.ResponseWriter, r *http.Request, t *token, mv
 	if next != "" {
 		resp["servers_links"] = []any{map[string]any{"rel": "next", "href": nextLink(s.URL+ComputePrefix, r, next)}}
 	}
-	writeJSON(w, http.StatusOK, resp)
+	return resp, nil
 }
 
-func (s *Cloud) updateServer(w http.ResponseWriter, r *http.Request, t *token, mv int) {
+func (s *Cloud) updateServer(cl *call) (any, error) {
+	r, t, mv := cl.r, cl.t, cl.mv
 	body, err := readJSON(r)
 	spec := obj(body, "server")
 	if err != nil || spec == nil {
-		novaError(w, errf(http.StatusBadRequest, "", "Invalid input for field/attribute server. Value: None. None is not of type 'object'"))
-		return
+		return nil, errf(http.StatusBadRequest, "", "Invalid input for field/attribute server. Value: None. None is not of type 'object'")
 	}
 	c := s.st
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	srv, e := c.server(r.PathValue("id"), t)
 	if e != nil {
-		novaError(w, e)
-		return
+		return nil, e
 	}
 	if n, ok := spec["name"].(string); ok {
 		srv.Name = n
 		srv.touch()
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"server": s.serverView(srv, t, mv)})
+	return map[string]any{"server": s.serverView(srv, t, mv)}, nil
 }
 
-func (s *Cloud) deleteServer(w http.ResponseWriter, r *http.Request, t *token, _ int) {
+func (s *Cloud) deleteServer(cl *call) (any, error) {
+	r, t := cl.r, cl.t
 	c := s.st
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	srv, e := c.server(r.PathValue("id"), t)
 	if e != nil {
-		novaError(w, e)
-		return
+		return nil, e
 	}
-	w.WriteHeader(http.StatusNoContent)
 	if srv.TaskState == "deleting" || srv.Status == "DELETED" {
-		return
+		return noContent(), nil
 	}
 	srv.TaskState = "deleting"
 	srv.touch()
@@ -223,6 +216,7 @@ func (s *Cloud) deleteServer(w http.ResponseWriter, r *http.Request, t *token, _
 		srv.touch()
 		c.after(c.cfg.DeleteDelay-half, func() { c.destroyServer(srv) })
 	})
+	return noContent(), nil
 }
 
 // destroyServer removes a deleted server: its own ports go, the ports it

@@ -54,33 +54,32 @@ type portRequest struct {
 	fixedIP string
 }
 
-func (s *Cloud) createServer(w http.ResponseWriter, r *http.Request, t *token, mv int) {
+func (s *Cloud) createServer(cl *call) (any, error) {
+	r, t, mv := cl.r, cl.t, cl.mv
 	body, err := readJSON(r)
 	spec := obj(body, "server")
 	if err != nil || spec == nil {
-		novaError(w, errf(http.StatusBadRequest, "", "Invalid input for field/attribute server. Value: None. None is not of type 'object'"))
-		return
+		return nil, errf(http.StatusBadRequest, "", "Invalid input for field/attribute server. Value: None. None is not of type 'object'")
 	}
 	c := s.st
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	plan, e := c.planServer(spec, t, mv)
-	if e == nil {
-		e = c.checkComputeQuota(t.project, plan.flavor)
-	}
 	if e != nil {
-		novaError(w, e)
-		return
+		return nil, e
+	}
+	if e := c.checkComputeQuota(t.project, plan.flavor); e != nil {
+		return nil, e
 	}
 	srv := c.startServer(plan, t)
-	w.Header().Set("Location", s.serverLinks(srv.ID)[0].(map[string]any)["href"].(string))
+	cl.w.Header().Set("Location", s.serverLinks(srv.ID)[0].(map[string]any)["href"].(string))
 	sgs := []any{}
 	for _, name := range c.serverSGNames(srv) {
 		sgs = append(sgs, map[string]any{"name": name})
 	}
-	writeJSON(w, http.StatusAccepted, map[string]any{"server": map[string]any{
+	return reply{status: http.StatusAccepted, body: map[string]any{"server": map[string]any{
 		"id": srv.ID, "links": s.serverLinks(srv.ID), "OS-DCF:diskConfig": "MANUAL", "security_groups": sgs, "adminPass": newHexID()[:12],
-	}})
+	}}}, nil
 }
 
 // planServer validates a server POST like Nova does; callers hold the lock.

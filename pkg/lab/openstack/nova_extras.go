@@ -7,10 +7,10 @@ import (
 )
 
 // serverTags serves /servers/{id}/tags[/{tag}] (microversion ≥ 2.26).
-func (s *Cloud) serverTags(w http.ResponseWriter, r *http.Request, t *token, mv int) {
+func (s *Cloud) serverTags(cl *call) (any, error) {
+	r, t, mv := cl.r, cl.t, cl.mv
 	if mv < 26 {
-		novaError(w, errf(http.StatusNotFound, "", "The resource could not be found."))
-		return
+		return nil, errf(http.StatusNotFound, "", "The resource could not be found.")
 	}
 	var replace []string
 	tag := r.PathValue("tag")
@@ -18,8 +18,7 @@ func (s *Cloud) serverTags(w http.ResponseWriter, r *http.Request, t *token, mv 
 		body, err := readJSON(r)
 		tags, ok := strList(body, "tags")
 		if err != nil || !ok || body["tags"] == nil {
-			novaError(w, invalid("tags", body["tags"], "is not of type 'array'"))
-			return
+			return nil, invalid("tags", body["tags"], "is not of type 'array'")
 		}
 		replace = tags
 	}
@@ -27,59 +26,60 @@ func (s *Cloud) serverTags(w http.ResponseWriter, r *http.Request, t *token, mv 
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	srv, e := c.server(r.PathValue("id"), t)
-	if e == nil && r.Method != http.MethodGet && srv.VMState != "active" && srv.VMState != "error" {
+	if e != nil {
+		return nil, e
+	}
+	if r.Method != http.MethodGet && srv.VMState != "active" && srv.VMState != "error" {
 		action := map[string]string{http.MethodPut: "update tag", http.MethodDelete: "delete tag"}[r.Method]
 		if tag == "" {
 			action += "s"
 		}
-		e = errf(http.StatusConflict, "", "Cannot '%s' instance %s while it is in vm_state %s", action, srv.ID, srv.VMState)
+		return nil, errf(http.StatusConflict, "", "Cannot '%s' instance %s while it is in vm_state %s", action, srv.ID, srv.VMState)
 	}
 	for _, x := range append(slices.Clone(replace), tag) {
-		if e == nil && x != "" {
-			e = validServerTag(x)
+		if x == "" {
+			continue
+		}
+		if e := validServerTag(x); e != nil {
+			return nil, e
 		}
 	}
-	if e != nil {
-		novaError(w, e)
-		return
-	}
+	return s.changeServerTags(cl, srv, tag, replace)
+}
+
+// changeServerTags answers a tags call on srv, vetted; callers hold the lock.
+func (s *Cloud) changeServerTags(cl *call, srv *Server, tag string, replace []string) (any, error) {
+	method := cl.r.Method
 	has := slices.Contains(srv.Tags, tag)
 	switch {
-	case r.Method == http.MethodGet && tag == "":
-		writeJSON(w, http.StatusOK, map[string]any{"tags": sortedTags(srv.Tags)})
-		return
-	case tag != "" && !has && r.Method != http.MethodPut:
-		novaError(w, errf(http.StatusNotFound, "", "Instance %s has no tag '%s'", srv.ID, tag))
-		return
-	case r.Method == http.MethodGet:
-		w.WriteHeader(http.StatusNoContent)
-		return
-	case r.Method == http.MethodPut && tag == "":
+	case method == http.MethodGet && tag == "":
+		return map[string]any{"tags": sortedTags(srv.Tags)}, nil
+	case tag != "" && !has && method != http.MethodPut:
+		return nil, errf(http.StatusNotFound, "", "Instance %s has no tag '%s'", srv.ID, tag)
+	case method == http.MethodGet, method == http.MethodPut && tag != "" && has:
+		return noContent(), nil
+	case method == http.MethodPut && tag == "":
 		if len(replace) > 50 {
-			novaError(w, errf(http.StatusBadRequest, "", "The number of tags exceeded the per-server limit 50"))
-			return
+			return nil, errf(http.StatusBadRequest, "", "The number of tags exceeded the per-server limit 50")
 		}
 		srv.Tags = sortedTags(replace)
-		writeJSON(w, http.StatusOK, map[string]any{"tags": srv.Tags})
-	case r.Method == http.MethodPut && has:
-		w.WriteHeader(http.StatusNoContent)
-		return
-	case r.Method == http.MethodPut:
+		srv.touch()
+		return map[string]any{"tags": srv.Tags}, nil
+	case method == http.MethodPut:
 		if len(srv.Tags) >= 50 {
-			novaError(w, errf(http.StatusBadRequest, "", "The number of tags exceeded the per-server limit 50"))
-			return
+			return nil, errf(http.StatusBadRequest, "", "The number of tags exceeded the per-server limit 50")
 		}
 		srv.Tags = sortedTags(append(srv.Tags, tag))
-		w.Header().Set("Location", s.URL+ComputePrefix+"/v2.1/servers/"+srv.ID+"/tags/"+tag)
-		w.WriteHeader(http.StatusCreated)
+		srv.touch()
+		cl.w.Header().Set("Location", s.URL+ComputePrefix+"/v2.1/servers/"+srv.ID+"/tags/"+tag)
+		return created(nil), nil
 	case tag == "":
 		srv.Tags = nil
-		w.WriteHeader(http.StatusNoContent)
 	default:
 		srv.Tags = slices.DeleteFunc(srv.Tags, func(x string) bool { return x == tag })
-		w.WriteHeader(http.StatusNoContent)
 	}
 	srv.touch()
+	return noContent(), nil
 }
 
 func (s *Cloud) flavorView(f Flavor, mv int, detail bool) map[string]any {
@@ -107,7 +107,8 @@ func (s *Cloud) flavorView(f Flavor, mv int, detail bool) map[string]any {
 	return v
 }
 
-func (s *Cloud) listFlavors(w http.ResponseWriter, r *http.Request, _ *token, mv int) {
+func (s *Cloud) listFlavors(cl *call) (any, error) {
+	r, mv := cl.r, cl.mv
 	c := s.st
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -115,27 +116,27 @@ func (s *Cloud) listFlavors(w http.ResponseWriter, r *http.Request, _ *token, mv
 	for _, f := range c.flavors {
 		out = append(out, s.flavorView(f, mv, r.URL.Path == "/v2.1/flavors/detail"))
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"flavors": out})
+	return map[string]any{"flavors": out}, nil
 }
 
-func (s *Cloud) showFlavor(w http.ResponseWriter, r *http.Request, _ *token, mv int) {
+func (s *Cloud) showFlavor(cl *call) (any, error) {
+	r, mv := cl.r, cl.mv
 	c := s.st
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, f := range c.flavors {
 		if f.ID == r.PathValue("id") {
-			writeJSON(w, http.StatusOK, map[string]any{"flavor": s.flavorView(f, mv, true)})
-			return
+			return map[string]any{"flavor": s.flavorView(f, mv, true)}, nil
 		}
 	}
-	novaError(w, errf(http.StatusNotFound, "", "Flavor %s could not be found.", r.PathValue("id")))
+	return nil, errf(http.StatusNotFound, "", "Flavor %s could not be found.", r.PathValue("id"))
 }
 
-func (s *Cloud) zones(w http.ResponseWriter, r *http.Request, t *token, _ int) {
+func (s *Cloud) zones(cl *call) (any, error) {
+	r, t := cl.r, cl.t
 	detail := r.URL.Path == "/v2.1/os-availability-zone/detail"
 	if detail && !t.admin() {
-		novaError(w, errf(http.StatusForbidden, "", "Policy doesn't allow os_compute_api:os-availability-zone:detail to be performed."))
-		return
+		return nil, errf(http.StatusForbidden, "", "Policy doesn't allow os_compute_api:os-availability-zone:detail to be performed.")
 	}
 	out := []any{}
 	for _, z := range s.cfg.Zones {
@@ -145,7 +146,7 @@ func (s *Cloud) zones(w http.ResponseWriter, r *http.Request, t *token, _ int) {
 		}
 		out = append(out, map[string]any{"zoneName": z, "zoneState": map[string]any{"available": true}, "hosts": hosts})
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"availabilityZoneInfo": out})
+	return map[string]any{"availabilityZoneInfo": out}, nil
 }
 
 // computeUsage counts a project's servers, cores and RAM; callers hold the lock.
@@ -166,7 +167,8 @@ func limitOrUnlimited(n int) int {
 	return n
 }
 
-func (s *Cloud) limits(w http.ResponseWriter, _ *http.Request, t *token, mv int) {
+func (s *Cloud) limits(cl *call) (any, error) {
+	t, mv := cl.t, cl.mv
 	c := s.st
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -183,14 +185,14 @@ func (s *Cloud) limits(w http.ResponseWriter, _ *http.Request, t *token, mv int)
 	if mv < 57 {
 		abs["maxPersonality"], abs["maxPersonalitySize"] = 5, 10240
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"limits": map[string]any{"rate": []any{}, "absolute": abs}})
+	return map[string]any{"limits": map[string]any{"rate": []any{}, "absolute": abs}}, nil
 }
 
-func (s *Cloud) quotaSet(w http.ResponseWriter, r *http.Request, t *token, _ int) {
+func (s *Cloud) quotaSet(cl *call) (any, error) {
+	r, t := cl.r, cl.t
 	project := r.PathValue("project")
 	if project != t.project && !t.admin() {
-		novaError(w, errf(http.StatusForbidden, "", "Policy doesn't allow os_compute_api:os-quota-sets:show to be performed."))
-		return
+		return nil, errf(http.StatusForbidden, "", "Policy doesn't allow os_compute_api:os-quota-sets:show to be performed.")
 	}
 	c := s.st
 	c.mu.Lock()
@@ -216,5 +218,5 @@ func (s *Cloud) quotaSet(w http.ResponseWriter, r *http.Request, t *token, _ int
 			set[x.key] = limitOrUnlimited(x.limit)
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"quota_set": set})
+	return map[string]any{"quota_set": set}, nil
 }

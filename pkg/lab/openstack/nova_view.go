@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 )
@@ -178,14 +177,14 @@ func nilIfEmpty(s string) any {
 	return s
 }
 
-func (s *Cloud) volumeAttachments(w http.ResponseWriter, r *http.Request, t *token, mv int) {
+func (s *Cloud) volumeAttachments(cl *call) (any, error) {
+	r, t, mv := cl.r, cl.t, cl.mv
 	c := s.st
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	srv, e := c.server(r.PathValue("id"), t)
 	if e != nil {
-		novaError(w, e)
-		return
+		return nil, e
 	}
 	out := []any{}
 	for _, av := range srv.Volumes {
@@ -198,5 +197,5 @@ func (s *Cloud) volumeAttachments(w http.ResponseWriter, r *http.Request, t *tok
 		}
 		out = append(out, a)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"volumeAttachments": out})
+	return map[string]any{"volumeAttachments": out}, nil
 }

@@ -229,9 +229,7 @@ func (s *Cloud) authed(h func(http.ResponseWriter, *http.Request, *token)) http.
 		tok := s.st.validToken(r.Header.Get("X-Auth-Token"))
 		if tok == nil {
 			w.Header().Set("WWW-Authenticate", fmt.Sprintf("Keystone uri=%q", s.URL+IdentityPrefix))
-			writeJSON(w, http.StatusUnauthorized, map[string]any{"error": map[string]any{
-				"code": 401, "title": "Unauthorized", "message": "The request you have made requires authentication.",
-			}})
+			keystoneError(w, keystoneErr(http.StatusUnauthorized, "Unauthorized", "The request you have made requires authentication."))
 			return
 		}
 		h(w, r, tok)

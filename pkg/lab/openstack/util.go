@@ -63,16 +63,15 @@ func readJSON(r *http.Request) (map[string]any, error) {
 	return m, nil
 }
 
-// neutronBody reads a Neutron request body {"<key>": {...}} and returns the
-// inner object; anything else gets Neutron's 400 and ok false.
-func neutronBody(w http.ResponseWriter, r *http.Request, key string) (map[string]any, bool) {
+// neutronSpec reads a Neutron request body {"<key>": {...}} and returns the
+// inner object; anything else is Neutron's 400.
+func neutronSpec(r *http.Request, key string) (map[string]any, *apiError) {
 	body, err := readJSON(r)
 	spec := obj(body, key)
 	if err != nil || spec == nil {
-		neutronError(w, errf(http.StatusBadRequest, "HTTPBadRequest", "Resource body required"))
-		return nil, false
+		return nil, errf(http.StatusBadRequest, "HTTPBadRequest", "Resource body required")
 	}
-	return spec, true
+	return spec, nil
 }
 
 // decodeBody decodes the request body into v.

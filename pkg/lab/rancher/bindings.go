@@ -86,7 +86,8 @@ func (s *Server) globalRoleBindings(c *cluster) {
 	}
 }
 
-func (s *Server) listBindings(w http.ResponseWriter, r *http.Request) {
+func (s *Server) listBindings(cl *call) (any, error) {
+	r := cl.r
 	q := r.URL.Query()
 	s.mu.Lock()
 	var data []map[string]any
@@ -98,7 +99,7 @@ func (s *Server) listBindings(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.mu.Unlock()
-	writeJSON(w, http.StatusOK, s.collection("clusterRoleTemplateBinding", "/v3/clusterroletemplatebindings", data))
+	return s.collection("clusterRoleTemplateBinding", "/v3/clusterroletemplatebindings", data), nil
 }
 
 // createBinding serves POST /v3/clusterroletemplatebindings as Rancher
@@ -106,68 +107,67 @@ func (s *Server) listBindings(w http.ResponseWriter, r *http.Request) {
 // names), an unknown principal is accepted (a user is made for it), an
 // unknown role template is a 500
 // (R@v2.11.3:pkg/api/norman/customization/roletemplatebinding/validator.go).
-func (s *Server) createBinding(w http.ResponseWriter, r *http.Request) {
+func (s *Server) createBinding(cl *call) (any, error) {
 	var in struct {
 		ClusterID        string `json:"clusterId"`
 		UserPrincipalID  string `json:"userPrincipalId"`
 		GroupPrincipalID string `json:"groupPrincipalId"`
 		RoleTemplateID   string `json:"roleTemplateId"`
 	}
-	if !decodeBody(w, r, &in) {
-		return
+	if err := cl.decode(&in); err != nil {
+		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, clusterOK := s.clusters[in.ClusterID]
 	switch {
 	case in.ClusterID == "":
-		apiError(w, http.StatusUnprocessableEntity, "MissingRequired", "", "clusterId")
+		return nil, norman(http.StatusUnprocessableEntity, "MissingRequired", "", "clusterId")
 	case in.RoleTemplateID == "":
-		apiError(w, http.StatusUnprocessableEntity, "MissingRequired", "", "roleTemplateId")
+		return nil, norman(http.StatusUnprocessableEntity, "MissingRequired", "", "roleTemplateId")
 	case (in.UserPrincipalID == "") == (in.GroupPrincipalID == ""):
-		apiError(w, http.StatusUnprocessableEntity, "InvalidBodyContent", "must target a user [userId]/[userPrincipalId] OR a group [groupId]/[groupPrincipalId]")
+		return nil, norman(http.StatusUnprocessableEntity, "InvalidBodyContent", "must target a user [userId]/[userPrincipalId] OR a group [groupId]/[groupPrincipalId]")
 	case !slices.Contains(RoleTemplates(), in.RoleTemplateID):
-		apiError(w, http.StatusInternalServerError, "ServerError", `Error getting role template: roletemplates.management.cattle.io "`+in.RoleTemplateID+`" not found`)
+		return nil, norman(http.StatusInternalServerError, "ServerError", `Error getting role template: roletemplates.management.cattle.io "`+in.RoleTemplateID+`" not found`)
 	case !clusterOK || !c.removed.IsZero():
-		notFound(w, "namespaces", in.ClusterID)
-	default:
-		b := &binding{
-			name: "crtb-" + s.randID(5), clusterID: in.ClusterID, userPrincipalID: in.UserPrincipalID,
-			groupPrincipalID: in.GroupPrincipalID, roleTemplateID: in.RoleTemplateID, created: time.Now(),
-		}
-		if b.userPrincipalID != "" {
-			b.userID = s.userFor(b.userPrincipalID)
-		}
-		s.bindings = append(s.bindings, b)
-		writeJSON(w, http.StatusCreated, s.bindingView(b))
+		return nil, notFound("namespaces", in.ClusterID)
 	}
+	b := &binding{
+		name: "crtb-" + s.randID(5), clusterID: in.ClusterID, userPrincipalID: in.UserPrincipalID,
+		groupPrincipalID: in.GroupPrincipalID, roleTemplateID: in.RoleTemplateID, created: time.Now(),
+	}
+	if b.userPrincipalID != "" {
+		b.userID = s.userFor(b.userPrincipalID)
+	}
+	s.bindings = append(s.bindings, b)
+	return created(s.bindingView(b)), nil
 }
 
 func (s *Server) findBinding(id string) int {
 	return slices.IndexFunc(s.bindings, func(b *binding) bool { return b.id() == id })
 }
 
-func (s *Server) getBinding(w http.ResponseWriter, r *http.Request) {
+func (s *Server) getBinding(cl *call) (any, error) {
+	r := cl.r
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	i := s.findBinding(r.PathValue("id"))
 	if i < 0 {
-		notFound(w, "clusterroletemplatebindings.management.cattle.io", r.PathValue("id"))
-		return
+		return nil, notFound("clusterroletemplatebindings.management.cattle.io", r.PathValue("id"))
 	}
-	writeJSON(w, http.StatusOK, s.bindingView(s.bindings[i]))
+	return s.bindingView(s.bindings[i]), nil
 }
 
 // deleteBinding serves DELETE: 200 with the object. A crtb-grb-* binding
 // comes back at once under a new name: its GlobalRoleBinding's controller
 // recreates it.
-func (s *Server) deleteBinding(w http.ResponseWriter, r *http.Request) {
+func (s *Server) deleteBinding(cl *call) (any, error) {
+	r := cl.r
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	i := s.findBinding(r.PathValue("id"))
 	if i < 0 {
-		notFound(w, "clusterroletemplatebindings.management.cattle.io", r.PathValue("id"))
-		return
+		return nil, notFound("clusterroletemplatebindings.management.cattle.io", r.PathValue("id"))
 	}
 	b := s.bindings[i]
 	v := s.bindingView(b)
@@ -177,7 +177,7 @@ func (s *Server) deleteBinding(w http.ResponseWriter, r *http.Request) {
 		again.name, again.created = "crtb-grb-"+s.randID(5), time.Now()
 		s.bindings = append(s.bindings, &again)
 	}
-	writeJSON(w, http.StatusOK, v)
+	return v, nil
 }
 
 // Bindings returns every cluster role template binding, oldest first.

@@ -136,7 +136,8 @@ func (s *Server) sortedClusters() []*cluster {
 // case-sensitively); norman ignores query parameters that name no field,
 // so the reference's ?filter=name=<n> answers every cluster, local
 // included (N:parse/collection.go parseFilters).
-func (s *Server) listClusters(w http.ResponseWriter, r *http.Request) {
+func (s *Server) listClusters(cl *call) (any, error) {
+	r := cl.r
 	q := r.URL.Query()
 	s.mu.Lock()
 	var data []map[string]any
@@ -146,33 +147,31 @@ func (s *Server) listClusters(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.mu.Unlock()
-	writeJSON(w, http.StatusOK, s.collection("cluster", "/v3/clusters", data))
+	return s.collection("cluster", "/v3/clusters", data), nil
 }
 
 // createCluster serves POST /v3/clusters: an empty name is MissingRequired
 // and a name another live cluster has, whatever its case, NotUnique, both
 // with fieldName "Cluster name" and an empty message
 // (R@v2.11.3:pkg/api/norman/store/cluster/cluster_store.go:243-253,1161-1175).
-func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) {
+func (s *Server) createCluster(cl *call) (any, error) {
 	var in struct {
 		Type        string            `json:"type"`
 		Name        string            `json:"name"`
 		Labels      map[string]string `json:"labels"`
 		Annotations map[string]string `json:"annotations"`
 	}
-	if !decodeBody(w, r, &in) {
-		return
+	if err := cl.decode(&in); err != nil {
+		return nil, err
 	}
 	if in.Name == "" {
-		apiError(w, http.StatusUnprocessableEntity, "MissingRequired", "", "Cluster name")
-		return
+		return nil, norman(http.StatusUnprocessableEntity, "MissingRequired", "", "Cluster name")
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, c := range s.clusters {
 		if c.removed.IsZero() && strings.EqualFold(c.name, in.Name) {
-			apiError(w, http.StatusUnprocessableEntity, "NotUnique", "", "Cluster name")
-			return
+			return nil, norman(http.StatusUnprocessableEntity, "NotUnique", "", "Cluster name")
 		}
 	}
 	c := &cluster{id: "c-" + s.randID(5), name: in.Name, created: time.Now(), labels: in.Labels, annotations: in.Annotations}
@@ -182,38 +181,38 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) {
 		roleTemplateID: "cluster-owner", created: c.created, annotations: map[string]string{CreatorBindingAnnotation: "true"},
 	})
 	s.globalRoleBindings(c)
-	writeJSON(w, http.StatusCreated, s.clusterView(c))
+	return created(s.clusterView(c)), nil
 }
 
-func (s *Server) getCluster(w http.ResponseWriter, r *http.Request) {
+func (s *Server) getCluster(cl *call) (any, error) {
+	r := cl.r
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, ok := s.clusters[r.PathValue("id")]
 	if !ok {
-		notFound(w, "clusters.management.cattle.io", r.PathValue("id"))
-		return
+		return nil, notFound("clusters.management.cattle.io", r.PathValue("id"))
 	}
-	writeJSON(w, http.StatusOK, s.clusterView(c))
+	return s.clusterView(c), nil
 }
 
 // deleteCluster serves DELETE /v3/clusters/<id>: 200 with the object,
 // which stays listed as "removing" for Options.RemoveDelay
 // (N:store/proxy/proxy_store.go:525-550). No cleanup Job reaches the
 // downstream cluster: its agent and cattle-system stay as they are.
-func (s *Server) deleteCluster(w http.ResponseWriter, r *http.Request) {
+func (s *Server) deleteCluster(cl *call) (any, error) {
+	r := cl.r
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, ok := s.clusters[r.PathValue("id")]
 	if !ok || c.id == localCluster {
-		notFound(w, "clusters.management.cattle.io", r.PathValue("id"))
-		return
+		return nil, notFound("clusters.management.cattle.io", r.PathValue("id"))
 	}
 	if c.removed.IsZero() {
 		c.removed = time.Now()
 	}
 	view := s.clusterView(c)
 	s.settle(time.Now())
-	writeJSON(w, http.StatusOK, view)
+	return view, nil
 }
 
 // settle runs what Rancher's controllers do in the background, as of now:
@@ -233,10 +232,6 @@ func (s *Server) settle(now time.Time) {
 			s.addToken(c.id, defaultToken, c.created.Add(s.opts.ConditionDelay))
 		}
 	}
-}
-
-func notFound(w http.ResponseWriter, resource, id string) {
-	apiError(w, http.StatusNotFound, "NotFound", resource+` "`+id+`" not found`)
 }
 
 // Clusters returns every cluster but local, by id.

@@ -63,17 +63,17 @@ func prefixMatch(q string, names ...string) bool {
 // principalsAction serves POST /v3/principals?action=search {"name": …}
 // as the provider of the token's user answers it; for a non-local
 // provider, local users are appended (R@v2.11.3:pkg/auth/providers/providers.go:215-237).
-func (s *Server) principalsAction(w http.ResponseWriter, r *http.Request) {
+func (s *Server) principalsAction(cl *call) (any, error) {
+	r := cl.r
 	if a := r.URL.Query().Get("action"); a != "search" {
-		apiError(w, http.StatusUnprocessableEntity, "InvalidAction", "Invalid action: "+a)
-		return
+		return nil, norman(http.StatusUnprocessableEntity, "InvalidAction", "Invalid action: "+a)
 	}
 	var in struct {
 		Name          string `json:"name"`
 		PrincipalType string `json:"principalType"`
 	}
-	if !decodeBody(w, r, &in) {
-		return
+	if err := cl.decode(&in); err != nil {
+		return nil, err
 	}
 	local := s.opts.Provider == ProviderLocal
 	var data []map[string]any
@@ -98,7 +98,7 @@ func (s *Server) principalsAction(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	writeJSON(w, http.StatusOK, s.collection("principal", "/v3/principals", data))
+	return s.collection("principal", "/v3/principals", data), nil
 }
 
 // Users returns the configured users with their principal ids.

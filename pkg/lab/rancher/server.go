@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	stdx509 "crypto/x509"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -200,25 +199,25 @@ func (s *Server) ScriptError(method, path string, status int, body any) {
 
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v3/clusters", s.listClusters)
-	mux.HandleFunc("POST /v3/clusters", s.createCluster)
-	mux.HandleFunc("GET /v3/clusters/{id}", s.getCluster)
-	mux.HandleFunc("DELETE /v3/clusters/{id}", s.deleteCluster)
-	mux.HandleFunc("GET /v3/clusters/{id}/clusterregistrationtokens", s.listTokens)
-	mux.HandleFunc("GET /v3/clusters/{id}/clusterRegistrationTokens", s.listTokens)
-	mux.HandleFunc("POST /v3/clusterRegistrationTokens", s.createToken)
-	mux.HandleFunc("GET /v3/clusterRegistrationTokens", s.listTokens)
-	mux.HandleFunc("POST /v3/principals", s.principalsAction)
-	mux.HandleFunc("GET /v3/clusterroletemplatebindings", s.listBindings)
-	mux.HandleFunc("POST /v3/clusterroletemplatebindings", s.createBinding)
-	mux.HandleFunc("GET /v3/clusterroletemplatebindings/{id}", s.getBinding)
-	mux.HandleFunc("DELETE /v3/clusterroletemplatebindings/{id}", s.deleteBinding)
-	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
-		apiError(w, http.StatusNotFound, "NotFound", "not found")
-	})
+	mux.HandleFunc("GET /v3/clusters", s.handle(s.listClusters))
+	mux.HandleFunc("POST /v3/clusters", s.handle(s.createCluster))
+	mux.HandleFunc("GET /v3/clusters/{id}", s.handle(s.getCluster))
+	mux.HandleFunc("DELETE /v3/clusters/{id}", s.handle(s.deleteCluster))
+	mux.HandleFunc("GET /v3/clusters/{id}/clusterregistrationtokens", s.handle(s.listTokens))
+	mux.HandleFunc("GET /v3/clusters/{id}/clusterRegistrationTokens", s.handle(s.listTokens))
+	mux.HandleFunc("POST /v3/clusterRegistrationTokens", s.handle(s.createToken))
+	mux.HandleFunc("GET /v3/clusterRegistrationTokens", s.handle(s.listTokens))
+	mux.HandleFunc("POST /v3/principals", s.handle(s.principalsAction))
+	mux.HandleFunc("GET /v3/clusterroletemplatebindings", s.handle(s.listBindings))
+	mux.HandleFunc("POST /v3/clusterroletemplatebindings", s.handle(s.createBinding))
+	mux.HandleFunc("GET /v3/clusterroletemplatebindings/{id}", s.handle(s.getBinding))
+	mux.HandleFunc("DELETE /v3/clusterroletemplatebindings/{id}", s.handle(s.deleteBinding))
+	mux.HandleFunc("/", s.handle(func(*call) (any, error) {
+		return nil, norman(http.StatusNotFound, "NotFound", "not found")
+	}))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet && isImportPath(r.URL.Path) {
-			s.importManifest(w, r) // unauthenticated, like Rancher's
+			s.handle(s.importManifest)(w, r) // unauthenticated, like Rancher's
 			return
 		}
 		s.mu.Lock()
@@ -280,21 +279,6 @@ func serverTLS(host string) (*tls.Config, []byte, error) {
 	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, ca.CrtPEM, nil
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
-// apiError writes a norman error body.
-func apiError(w http.ResponseWriter, status int, code, msg string, field ...string) {
-	body := map[string]any{"type": "error", "baseType": "error", "status": status, "code": code, "message": msg}
-	if len(field) > 0 {
-		body["fieldName"] = field[0]
-	}
-	writeJSON(w, status, body)
-}
-
 // collection wraps data in a norman collection.
 func (s *Server) collection(resourceType, self string, data []map[string]any) map[string]any {
 	if data == nil {
@@ -306,12 +290,4 @@ func (s *Server) collection(resourceType, self string, data []map[string]any) ma
 		"pagination": map[string]any{"limit": 1000, "total": len(data)}, "sort": map[string]any{}, "filters": map[string]any{},
 		"data": data,
 	}
-}
-
-func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(v); err != nil {
-		apiError(w, http.StatusUnprocessableEntity, "InvalidBodyContent", "Failed to parse body: "+err.Error())
-		return false
-	}
-	return true
 }

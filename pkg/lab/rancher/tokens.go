@@ -79,32 +79,31 @@ func (s *Server) addToken(clusterID, name string, created time.Time) *regToken {
 // in the cluster's namespace: before that exists (or for a cluster that
 // does not) the create fails as Kubernetes answers, translated by norman
 // (N:store/proxy/error_wrapper.go).
-func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
+func (s *Server) createToken(cl *call) (any, error) {
 	var in struct {
 		ClusterID string `json:"clusterId"`
 	}
-	if !decodeBody(w, r, &in) {
-		return
+	if err := cl.decode(&in); err != nil {
+		return nil, err
 	}
 	if in.ClusterID == "" {
-		apiError(w, http.StatusUnprocessableEntity, "MissingRequired", "", "clusterId")
-		return
+		return nil, norman(http.StatusUnprocessableEntity, "MissingRequired", "", "clusterId")
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, ok := s.clusters[in.ClusterID]
 	if !ok || s.backingStatus(c) != "True" {
-		notFound(w, "namespaces", in.ClusterID)
-		return
+		return nil, notFound("namespaces", in.ClusterID)
 	}
 	t := s.addToken(c.id, "crt-"+s.randID(5), time.Now())
-	writeJSON(w, http.StatusCreated, s.tokenView(t))
+	return created(s.tokenView(t)), nil
 }
 
 // listTokens serves a cluster's tokens, sorted by id as norman sorts
 // (N:api/handler/query.go): the "last row" is the largest id, system or
 // default-token once they exist, not the newest.
-func (s *Server) listTokens(w http.ResponseWriter, r *http.Request) {
+func (s *Server) listTokens(cl *call) (any, error) {
+	r := cl.r
 	id := r.PathValue("id")
 	if id == "" {
 		id = r.URL.Query().Get("clusterId")
@@ -114,8 +113,7 @@ func (s *Server) listTokens(w http.ResponseWriter, r *http.Request) {
 	defer s.mu.Unlock()
 	if r.PathValue("id") != "" {
 		if _, ok := s.clusters[id]; !ok {
-			notFound(w, "clusters.management.cattle.io", id)
-			return
+			return nil, notFound("clusters.management.cattle.io", id)
 		}
 	}
 	var data []map[string]any
@@ -124,7 +122,7 @@ func (s *Server) listTokens(w http.ResponseWriter, r *http.Request) {
 			data = append(data, s.tokenView(t))
 		}
 	}
-	writeJSON(w, http.StatusOK, s.collection("clusterRegistrationToken", r.URL.Path, data))
+	return s.collection("clusterRegistrationToken", r.URL.Path, data), nil
 }
 
 // Tokens returns every registration token, by id.
@@ -147,7 +145,8 @@ func isImportPath(p string) bool {
 // authentication, in text/plain, as Rancher ≥ 2.11.16 does: a token and
 // cluster that do not belong together get 400 "cluster not found or
 // invalid token" (rancher/rancher c210ad2d82).
-func (s *Server) importManifest(w http.ResponseWriter, r *http.Request) {
+func (s *Server) importManifest(cl *call) (any, error) {
+	r := cl.r
 	name := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/v3/import/"), ".yaml")
 	tok, clusterID, _ := strings.Cut(name, "_")
 	s.mu.Lock()
@@ -158,11 +157,8 @@ func (s *Server) importManifest(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.mu.Unlock()
-	w.Header().Set("Content-Type", "text/plain")
 	if found == nil {
-		w.WriteHeader(http.StatusBadRequest)
-		_, _ = w.Write([]byte("cluster not found or invalid token"))
-		return
+		return plain{status: http.StatusBadRequest, text: "cluster not found or invalid token"}, nil
 	}
-	_, _ = w.Write([]byte(ImportManifest(s.URL, found.token, "", s.CAPEM)))
+	return plain{status: http.StatusOK, text: ImportManifest(s.URL, found.token, "", s.CAPEM)}, nil
 }

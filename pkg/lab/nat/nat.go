@@ -1,4 +1,7 @@
-package lab
+// Package nat serves a cloud's floating IPs on loopback: TCP connections to
+// a floating address are forwarded to the fixed address it is associated
+// with, on the ports Ports lists.
+package nat
 
 import (
 	"context"
@@ -12,27 +15,28 @@ import (
 	"github.com/talosc/talosc/pkg/lab/labnet"
 )
 
-// natPorts are the ports a floating IP forwards: the Talos API, the
+// Ports are the ports a floating IP forwards: the Talos API, the
 // Kubernetes API and ingress.
-func natPorts() []int { return []int{50000, 6443, 80, 443} }
+func Ports() []int { return []int{50000, 6443, 80, 443} }
 
-// nat serves floating IPs as a cloud's NAT would: TCP connections to a
+// NAT serves floating IPs as a cloud's NAT would: TCP connections to a
 // floating address are forwarded to the fixed address it is associated with.
-type nat struct {
+type NAT struct {
 	mu        sync.Mutex
 	listeners map[netip.Addr][]net.Listener
 	targets   map[netip.Addr]netip.Addr
 }
 
-func newNAT() *nat {
-	return &nat{listeners: map[netip.Addr][]net.Listener{}, targets: map[netip.Addr]netip.Addr{}}
+// New returns a NAT forwarding nothing yet.
+func New() *NAT {
+	return &NAT{listeners: map[netip.Addr][]net.Listener{}, targets: map[netip.Addr]netip.Addr{}}
 }
 
-// add forwards fip to fixed (replacing an earlier association).
-func (n *nat) add(ctx context.Context, fip, fixed netip.Addr) error {
-	n.remove(fip)
+// Add forwards fip to fixed (replacing an earlier association).
+func (n *NAT) Add(ctx context.Context, fip, fixed netip.Addr) error {
+	n.Remove(fip)
 	var ls []net.Listener
-	for _, port := range natPorts() {
+	for _, port := range Ports() {
 		l, err := labnet.Listen(ctx, net.JoinHostPort(fip.String(), strconv.Itoa(port)))
 		if err != nil {
 			for _, o := range ls {
@@ -49,16 +53,16 @@ func (n *nat) add(ctx context.Context, fip, fixed netip.Addr) error {
 	return nil
 }
 
-// target returns the fixed address fip forwards to.
-func (n *nat) target(fip netip.Addr) (netip.Addr, bool) {
+// Target returns the fixed address fip forwards to.
+func (n *NAT) Target(fip netip.Addr) (netip.Addr, bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	t, ok := n.targets[fip]
 	return t, ok
 }
 
-// remove stops forwarding fip.
-func (n *nat) remove(fip netip.Addr) {
+// Remove stops forwarding fip.
+func (n *NAT) Remove(fip netip.Addr) {
 	n.mu.Lock()
 	ls := n.listeners[fip]
 	delete(n.listeners, fip)
@@ -69,8 +73,8 @@ func (n *nat) remove(fip netip.Addr) {
 	}
 }
 
-// close stops every forward.
-func (n *nat) close() error {
+// Close stops every forward.
+func (n *NAT) Close() error {
 	n.mu.Lock()
 	fips := make([]netip.Addr, 0, len(n.listeners))
 	for fip := range n.listeners {
@@ -78,7 +82,7 @@ func (n *nat) close() error {
 	}
 	n.mu.Unlock()
 	for _, fip := range fips {
-		n.remove(fip)
+		n.Remove(fip)
 	}
 	return nil
 }

@@ -64,7 +64,7 @@ func (l *Lab) onOpenStack(ev openstack.Event) {
 		_ = l.forwardFloatingIP(fip, fixed)
 	case openstack.FloatingIPReleased:
 		if fip, err := netip.ParseAddr(ev.FloatingIP.FloatingIPAddress); err == nil {
-			l.nat.remove(fip)
+			l.nat.Remove(fip)
 		}
 	}
 }
@@ -128,7 +128,7 @@ func (l *Lab) serverDisk(srv *openstack.Server) []talosnode.VMOption {
 
 // forwardFloatingIP serves fip as NAT to fixed.
 func (l *Lab) forwardFloatingIP(fip, fixed netip.Addr) error {
-	if err := l.nat.add(l.ctx, fip, fixed); err != nil {
+	if err := l.nat.Add(l.ctx, fip, fixed); err != nil {
 		l.logf("openstack: floating IP %s → %s: %v", fip, fixed, err)
 		return err
 	}

@@ -1,4 +1,7 @@
-package lab
+// Package follow makes the lab follow a real OpenStack instead of
+// simulating one: a Follower polls the cloud as admin and boots, stops and
+// forwards the lab's Talos nodes and floating IPs through its Host.
+package follow
 
 import (
 	"context"
@@ -22,7 +25,7 @@ import (
 	"github.com/talosc/talosc/pkg/lab/labnet"
 )
 
-// FollowOptions make the lab follow a real OpenStack (for example
+// Options make the lab follow a real OpenStack (for example
 // ../shared/openstack-lab) instead of starting its own: every ACTIVE server
 // of every project boots a Talos node from its user_data on its port's fixed
 // IP, every associated floating IP is served as NAT, and a node stops when
@@ -32,10 +35,10 @@ import (
 // included, stops the node; a reboot or rebuild of the same server is not
 // seen), config drive contents other than user_data, a server's ports after
 // the first loopback fixed IP (IPv6 and non-loopback addresses are
-// ignored), security groups (NAT forwards the ports natPorts lists to
+// ignored), security groups (NAT forwards the ports nat.Ports lists to
 // anyone); changes are seen one Interval late, and the follower's own API
 // calls are not in the lab's Recorder.
-type FollowOptions struct {
+type Options struct {
 	// Auth are ADMIN credentials: listing every project's servers
 	// (all_tenants) and reading user_data (microversion 2.3) need them.
 	Auth gophercloud.AuthOptions
@@ -53,15 +56,15 @@ type FollowOptions struct {
 }
 
 // follows reports whether a is an address the follower serves.
-func (o FollowOptions) follows(a netip.Addr) bool {
+func (o Options) follows(a netip.Addr) bool {
 	return a.IsLoopback() && (!o.Only.IsValid() || o.Only.Contains(a))
 }
 
-// FollowOptionsFromClouds reads the credentials of cloud from a clouds.yaml
+// FromClouds reads the credentials of cloud from a clouds.yaml
 // (the real lab writes /opt/oslab/clouds.yaml, admin cloud "oslab"); path ""
 // searches the standard locations (./clouds.yaml, ~/.config/openstack,
 // /etc/openstack).
-func FollowOptionsFromClouds(path, cloud string) (*FollowOptions, error) {
+func FromClouds(path, cloud string) (*Options, error) {
 	opts := []clouds.ParseOption{clouds.WithCloudName(cloud)}
 	if path != "" {
 		opts = append(opts, clouds.WithLocations(path))
@@ -70,10 +73,10 @@ func FollowOptionsFromClouds(path, cloud string) (*FollowOptions, error) {
 	if err != nil {
 		return nil, fmt.Errorf("clouds.yaml %s, cloud %s: %w", path, cloud, err)
 	}
-	return &FollowOptions{Auth: ao, Region: eo.Region}, nil
+	return &Options{Auth: ao, Region: eo.Region}, nil
 }
 
-func (o FollowOptions) withDefaults() FollowOptions {
+func (o Options) withDefaults() Options {
 	if o.Interval <= 0 {
 		o.Interval = 2 * time.Second
 	}
@@ -90,11 +93,24 @@ type followed struct {
 	addr netip.Addr
 }
 
+// Host is what a Follower drives: the lab's Talos nodes and its NAT.
+type Host interface {
+	// BootServer boots a Talos node at addr from a server's user data.
+	BootServer(name string, addr netip.Addr, userData []byte) error
+	// DestroyNode deletes the Talos node at addr.
+	DestroyNode(addr netip.Addr)
+	// Forward serves floating IP fip as NAT to fixed.
+	Forward(fip, fixed netip.Addr) error
+	// Unforward stops serving fip.
+	Unforward(fip netip.Addr)
+}
+
 // Follower polls a real OpenStack as admin and makes the lab's Talos nodes
 // and NAT follow its servers and floating IPs.
 type Follower struct {
-	lab     *Lab
-	opts    FollowOptions
+	host    Host
+	logf    func(format string, args ...any)
+	opts    Options
 	compute *gophercloud.ServiceClient
 	network *gophercloud.ServiceClient
 
@@ -103,8 +119,9 @@ type Follower struct {
 	fips  map[netip.Addr]netip.Addr // floating → fixed
 }
 
-// newFollower authenticates against the cloud (loopback only).
-func newFollower(ctx context.Context, l *Lab, o FollowOptions) (*Follower, error) {
+// New authenticates against the cloud (loopback only); logf receives the
+// failures of the polls Run makes.
+func New(ctx context.Context, host Host, o Options, logf func(format string, args ...any)) (*Follower, error) {
 	o = o.withDefaults()
 	pc, err := gos.NewClient(o.Auth.IdentityEndpoint)
 	if err != nil {
@@ -130,18 +147,18 @@ func newFollower(ctx context.Context, l *Lab, o FollowOptions) (*Follower, error
 		return nil, fmt.Errorf("follow: network endpoint: %w", err)
 	}
 	return &Follower{
-		lab: l, opts: o, compute: compute, network: network,
+		host: host, logf: logf, opts: o, compute: compute, network: network,
 		nodes: map[string]followed{}, fips: map[netip.Addr]netip.Addr{},
 	}, nil
 }
 
-// run syncs every Interval until ctx ends.
-func (f *Follower) run(ctx context.Context) {
+// Run syncs every Interval until ctx ends.
+func (f *Follower) Run(ctx context.Context) {
 	t := time.NewTicker(f.opts.Interval)
 	defer t.Stop()
 	for {
 		if err := f.Sync(ctx); err != nil && ctx.Err() == nil {
-			f.lab.logf("follow: %v", err)
+			f.logf("follow: %v", err)
 		}
 		select {
 		case <-ctx.Done():
@@ -203,7 +220,7 @@ func (f *Follower) Sync(ctx context.Context) error {
 	}
 	for id, n := range f.nodes {
 		if _, ok := want[id]; !ok || addrs[id] != n.addr {
-			f.lab.destroyNode(n.addr)
+			f.host.DestroyNode(n.addr)
 			delete(f.nodes, id)
 		}
 	}
@@ -221,7 +238,7 @@ func (f *Follower) Sync(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("server %s: user_data: %w", s.Name, err))
 			continue
 		}
-		if err := f.lab.bootServer(s.Name, addr, ud); err != nil {
+		if err := f.host.BootServer(s.Name, addr, ud); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -229,7 +246,7 @@ func (f *Follower) Sync(ctx context.Context) error {
 	}
 	for fip, fixed := range f.fips {
 		if fips[fip] != fixed {
-			f.lab.nat.remove(fip)
+			f.host.Unforward(fip)
 			delete(f.fips, fip)
 		}
 	}
@@ -237,7 +254,7 @@ func (f *Follower) Sync(ctx context.Context) error {
 		if _, ok := f.fips[fip]; ok {
 			continue
 		}
-		if err := f.lab.forwardFloatingIP(fip, fixed); err != nil {
+		if err := f.host.Forward(fip, fixed); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -313,23 +330,4 @@ func (f *Follower) floatingIPs(ctx context.Context) (map[netip.Addr]netip.Addr, 
 		}
 	}
 	return out, nil
-}
-
-// startFollow follows the real OpenStack of Options.Follow: no simulated
-// OpenStack runs.
-func (l *Lab) startFollow(o FollowOptions) error {
-	f, err := newFollower(l.ctx, l, o)
-	if err != nil {
-		return err
-	}
-	l.Follower = f
-	ctx, cancel := context.WithCancel(l.ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); f.run(ctx) }()
-	l.add(Endpoint{Name: "openstack (followed)", URL: o.Auth.IdentityEndpoint}, func() error {
-		cancel()
-		<-done
-		return nil
-	})
-	return nil
 }

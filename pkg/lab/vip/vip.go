@@ -1,4 +1,7 @@
-package lab
+// Package vip models Talos's Layer 2 API VIPs in the lab: which control
+// plane owns each address a cluster's control planes carry, and whether
+// the cluster's API answers on it.
+package vip
 
 import (
 	"cmp"
@@ -12,8 +15,8 @@ import (
 	"github.com/talosc/talosc/pkg/lab/talosnode"
 )
 
-// VIPStatus is one API VIP of a cluster and the control plane holding it.
-type VIPStatus struct {
+// Status is one API VIP of a cluster and the control plane holding it.
+type Status struct {
 	Cluster string     `json:"cluster"`
 	Address netip.Addr `json:"address"`
 	// Owner is the control plane holding the VIP; empty while nobody does
@@ -21,7 +24,7 @@ type VIPStatus struct {
 	Owner netip.Addr `json:"owner,omitzero"`
 }
 
-// vips models Talos's Layer 2 VIPs for every bootstrapped cluster whose
+// Tracker models Talos's Layer 2 VIPs for every bootstrapped cluster whose
 // control planes carry its API address in a Layer2VIPConfig. Every address
 // a control plane of the cluster carries is a VIP of its own, as Talos's
 // VIP controller runs one election per address: one eligible control
@@ -33,13 +36,20 @@ type VIPStatus struct {
 // the configurations moves on the network too: the new address answers
 // as soon as one control plane carrying it is up, and the old one stops
 // once no control plane's configuration carries it any more.
-type vips struct {
-	lab   *Lab
+type Tracker struct {
+	fleet *talosnode.Fleet
+	logf  func(format string, args ...any)
 	delay time.Duration
 
 	mu        sync.Mutex
 	byCluster map[string]*clusterVIPs
 	closed    bool
+}
+
+// New tracks the VIPs of fleet's clusters: a VIP stays unowned for delay
+// after its owner went down; logf receives every change of owner.
+func New(fleet *talosnode.Fleet, delay time.Duration, logf func(format string, args ...any)) *Tracker {
+	return &Tracker{fleet: fleet, logf: logf, delay: delay, byCluster: map[string]*clusterVIPs{}}
 }
 
 // clusterVIPs are one cluster's VIPs and its API.
@@ -50,8 +60,9 @@ type clusterVIPs struct {
 	srv *kubeapi.Server
 }
 
+// vip is one address of a cluster.
 type vip struct {
-	VIPStatus
+	Status
 	// failover is pending while the VIP waits for a new owner.
 	failover *time.Timer
 }
@@ -61,10 +72,10 @@ func (v *vip) eligible(st talosnode.NodeStatus) bool {
 	return st.Powered && st.APIUp && st.ControlPlane && st.Cluster == v.Cluster && slices.Contains(st.VIPs, v.Address)
 }
 
-// bootstrapped starts tracking the cluster's VIPs when its control planes
+// Bootstrapped starts tracking the cluster's VIPs when its control planes
 // carry its API address as one (an endpoint that is not a VIP is served
 // always) and elects their first owners.
-func (vs *vips) bootstrapped(cluster string, addr netip.Addr) {
+func (vs *Tracker) Bootstrapped(cluster string, addr netip.Addr) {
 	vs.mu.Lock()
 	defer vs.mu.Unlock()
 	if _, ok := vs.byCluster[cluster]; ok {
@@ -77,9 +88,9 @@ func (vs *vips) bootstrapped(cluster string, addr netip.Addr) {
 	}
 }
 
-// attach hands the cluster's started API to its VIPs: it serves on each
+// Attach hands the cluster's started API to its VIPs: it serves on each
 // while the VIP has an owner.
-func (vs *vips) attach(cluster string, srv *kubeapi.Server) {
+func (vs *Tracker) Attach(cluster string, srv *kubeapi.Server) {
 	vs.mu.Lock()
 	defer vs.mu.Unlock()
 	if c, ok := vs.byCluster[cluster]; ok {
@@ -90,10 +101,10 @@ func (vs *vips) attach(cluster string, srv *kubeapi.Server) {
 	}
 }
 
-// forget stops tracking the cluster's VIPs: its last control plane is
+// Forget stops tracking the cluster's VIPs: its last control plane is
 // gone, and a new cluster of the same name may take the addresses (or
 // others).
-func (vs *vips) forget(cluster string) {
+func (vs *Tracker) Forget(cluster string) {
 	vs.mu.Lock()
 	defer vs.mu.Unlock()
 	if c, ok := vs.byCluster[cluster]; ok {
@@ -104,9 +115,9 @@ func (vs *vips) forget(cluster string) {
 	}
 }
 
-// onNodeEvent moves VIPs as their owners go down and eligible nodes come
+// OnNodeEvent moves VIPs as their owners go down and eligible nodes come
 // up, and follows the addresses the control planes' configurations carry.
-func (vs *vips) onNodeEvent(ev talosnode.Event) {
+func (vs *Tracker) OnNodeEvent(ev talosnode.Event) {
 	vs.mu.Lock()
 	defer vs.mu.Unlock()
 	if vs.closed {
@@ -137,9 +148,9 @@ func (vs *vips) onNodeEvent(ev talosnode.Event) {
 
 // carriedLocked is the set of addresses c's control planes carry as VIPs
 // in their configurations, up or not.
-func (vs *vips) carriedLocked(c *clusterVIPs) map[netip.Addr]bool {
+func (vs *Tracker) carriedLocked(c *clusterVIPs) map[netip.Addr]bool {
 	carried := map[netip.Addr]bool{}
-	for _, n := range vs.lab.fleet.Nodes() {
+	for _, n := range vs.fleet.Nodes() {
 		if st := n.Status(); st.Cluster == c.name && st.ControlPlane {
 			for _, a := range st.VIPs {
 				carried[a] = true
@@ -152,11 +163,11 @@ func (vs *vips) carriedLocked(c *clusterVIPs) map[netip.Addr]bool {
 // followLocked tracks every address c's control planes carry, electing
 // an owner for each new one, and drops those none carries any more: the
 // API stops answering there.
-func (vs *vips) followLocked(c *clusterVIPs) {
+func (vs *Tracker) followLocked(c *clusterVIPs) {
 	carried := vs.carriedLocked(c)
 	for a, v := range c.byAddr {
 		if !carried[a] {
-			vs.lab.logf("vip %s of %s: no control plane carries it any more", a, c.name)
+			vs.logf("vip %s of %s: no control plane carries it any more", a, c.name)
 			stop(v)
 			v.Owner = netip.Addr{}
 			vs.serveLocked(c, v)
@@ -165,7 +176,7 @@ func (vs *vips) followLocked(c *clusterVIPs) {
 	}
 	for _, a := range slices.SortedFunc(maps.Keys(carried), netip.Addr.Compare) {
 		if _, ok := c.byAddr[a]; !ok {
-			v := &vip{VIPStatus: VIPStatus{Cluster: c.name, Address: a}}
+			v := &vip{Status: Status{Cluster: c.name, Address: a}}
 			c.byAddr[a] = v
 			vs.electLocked(c, v)
 		}
@@ -173,7 +184,7 @@ func (vs *vips) followLocked(c *clusterVIPs) {
 }
 
 // loseLocked drops v's owner and elects another after the failover delay.
-func (vs *vips) loseLocked(c *clusterVIPs, v *vip) {
+func (vs *Tracker) loseLocked(c *clusterVIPs, v *vip) {
 	vs.takeLocked(c, v, netip.Addr{})
 	v.failover = time.AfterFunc(vs.delay, func() {
 		vs.mu.Lock()
@@ -186,11 +197,11 @@ func (vs *vips) loseLocked(c *clusterVIPs, v *vip) {
 }
 
 // electLocked gives an unowned v to the first eligible control plane.
-func (vs *vips) electLocked(c *clusterVIPs, v *vip) {
+func (vs *Tracker) electLocked(c *clusterVIPs, v *vip) {
 	if v.Owner.IsValid() {
 		return
 	}
-	for _, n := range vs.lab.fleet.Nodes() {
+	for _, n := range vs.fleet.Nodes() {
 		if st := n.Status(); v.eligible(st) {
 			vs.takeLocked(c, v, st.Address)
 			return
@@ -199,26 +210,26 @@ func (vs *vips) electLocked(c *clusterVIPs, v *vip) {
 }
 
 // takeLocked makes owner (invalid: nobody) v's owner.
-func (vs *vips) takeLocked(c *clusterVIPs, v *vip, owner netip.Addr) {
+func (vs *Tracker) takeLocked(c *clusterVIPs, v *vip, owner netip.Addr) {
 	if v.Owner == owner {
 		return
 	}
 	if owner.IsValid() {
-		vs.lab.logf("vip %s of %s: owned by %s", v.Address, v.Cluster, owner)
+		vs.logf("vip %s of %s: owned by %s", v.Address, v.Cluster, owner)
 	} else {
-		vs.lab.logf("vip %s of %s: %s lost it, nobody owns it", v.Address, v.Cluster, v.Owner)
+		vs.logf("vip %s of %s: %s lost it, nobody owns it", v.Address, v.Cluster, v.Owner)
 	}
 	v.Owner = owner
 	vs.serveLocked(c, v)
 }
 
 // serveLocked opens the API on v's address while v has an owner.
-func (vs *vips) serveLocked(c *clusterVIPs, v *vip) {
+func (vs *Tracker) serveLocked(c *clusterVIPs, v *vip) {
 	if c.srv == nil {
 		return
 	}
 	if err := c.srv.SetServingOn(v.Address, v.Owner.IsValid()); err != nil {
-		vs.lab.logf("vip %s of %s: %v", v.Address, v.Cluster, err)
+		vs.logf("vip %s of %s: %v", v.Address, v.Cluster, err)
 	}
 }
 
@@ -230,9 +241,9 @@ func stop(v *vip) {
 	}
 }
 
-// owner is the control plane holding cluster's VIP addr; invalid when
+// Owner is the control plane holding cluster's VIP addr; invalid when
 // nobody does or addr is no VIP the lab tracks.
-func (vs *vips) owner(cluster string, addr netip.Addr) netip.Addr {
+func (vs *Tracker) Owner(cluster string, addr netip.Addr) netip.Addr {
 	vs.mu.Lock()
 	defer vs.mu.Unlock()
 	if c, ok := vs.byCluster[cluster]; ok {
@@ -243,25 +254,25 @@ func (vs *vips) owner(cluster string, addr netip.Addr) netip.Addr {
 	return netip.Addr{}
 }
 
-// status lists the VIPs by cluster and address.
-func (vs *vips) status() []VIPStatus {
+// Status lists the VIPs by cluster and address.
+func (vs *Tracker) Status() []Status {
 	vs.mu.Lock()
 	defer vs.mu.Unlock()
-	var out []VIPStatus
+	var out []Status
 	for _, c := range vs.byCluster {
 		for _, v := range c.byAddr {
-			out = append(out, v.VIPStatus)
+			out = append(out, v.Status)
 		}
 	}
-	slices.SortFunc(out, func(a, b VIPStatus) int {
+	slices.SortFunc(out, func(a, b Status) int {
 		return cmp.Or(cmp.Compare(a.Cluster, b.Cluster), a.Address.Compare(b.Address))
 	})
 	return out
 }
 
-// close stops the pending failovers; later node events (the fleet
+// Close stops the pending failovers; later node events (the fleet
 // powering everything off) change nothing.
-func (vs *vips) close() error {
+func (vs *Tracker) Close() error {
 	vs.mu.Lock()
 	defer vs.mu.Unlock()
 	vs.closed = true
