@@ -34,7 +34,7 @@ TAR_FLAGS    := $(shell tar --version 2>/dev/null | grep -q 'GNU tar' && \
 
 VULNDB := bin/vulndb
 
-.PHONY: help build test unit e2e lint fmt vet vuln bench fuzz mutate demo dist schema tidy tidy-check clean ci
+.PHONY: help build test unit e2e lint fmt vet vulndb vuln bench fuzz mutate demo dist schema tidy tidy-check clean ci
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-11s %s\n", $$1, $$2}'
@@ -74,7 +74,9 @@ $(VULNDB)/index/db.json: tools/go.mod
 	$(TOOL) indexdb -out $(VULNDB) \
 		-vulns "$$($(GO) list -m -modfile=tools/go.mod -f '{{.Dir}}' golang.org/x/vulndb)/data/osv"
 
-vuln: $(VULNDB)/index/db.json ## govulncheck against the offline database
+vulndb: $(VULNDB)/index/db.json ## build the offline vulnerability database (make vuln's) into bin/vulndb
+
+vuln: vulndb ## govulncheck against the offline database
 	$(TOOL) govulncheck -db file://$(CURDIR)/$(VULNDB) ./...
 
 # Every parser of user or network input has a fuzz target; make fuzz runs
