@@ -182,9 +182,12 @@ clean: ## remove bin/ and dist/
 # make ci is the one CI definition: .ci/run runs these targets, in this
 # order, as its timed steps. Its vet step runs every vet analyser over every
 # package, test files included; go test's own vet pass is a subset of it and
-# would only analyse the same files again, so the test step turns it off.
+# would only analyse the same files (and every dependency, for its facts)
+# again, so the test step turns it off. CI_TESTFLAGS can be set from the
+# environment, e.g. CI_TESTFLAGS="-vet=off -parallel=4" to try more E2E
+# scripts at once.
 CI_STEPS     := tidy-check vet lint test vuln
-CI_TESTFLAGS := -vet=off
+CI_TESTFLAGS ?= -vet=off
 ci: TESTFLAGS += $(CI_TESTFLAGS)
 ci: $(CI_STEPS) ## what CI checks (.ci/run): tidy check, vet, lint, every test, govulncheck
 
