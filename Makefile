@@ -179,8 +179,8 @@ tidy-check: ## fail when go.mod or go.sum (or tools') are not tidy
 clean: ## remove bin/ and dist/
 	rm -rf bin dist
 
-# make ci is the one CI definition: .ci/run runs these targets, in this
-# order, as its timed steps. Its vet step runs every vet analyser over every
+# make ci is the one CI definition: .ci/run runs these targets as its timed
+# steps (lint and vuln beside the tests, at low priority). Its vet step runs every vet analyser over every
 # package, test files included; go test's own vet pass is a subset of it and
 # would only analyse the same files (and every dependency, for its facts)
 # again, so the test step turns it off. CI_TESTFLAGS can be set from the
