@@ -34,7 +34,7 @@ TAR_FLAGS    := $(shell tar --version 2>/dev/null | grep -q 'GNU tar' && \
 
 VULNDB := bin/vulndb
 
-.PHONY: help build test unit e2e lint fmt vet vulndb vuln bench fuzz mutate demo dist schema tidy tidy-check clean ci
+.PHONY: help build test unit e2e lint fmt vet vuln bench fuzz mutate demo dist schema tidy tidy-check clean ci
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-11s %s\n", $$1, $$2}'
@@ -74,9 +74,7 @@ $(VULNDB)/index/db.json: tools/go.mod
 	$(TOOL) indexdb -out $(VULNDB) \
 		-vulns "$$($(GO) list -m -modfile=tools/go.mod -f '{{.Dir}}' golang.org/x/vulndb)/data/osv"
 
-vulndb: $(VULNDB)/index/db.json ## build the offline vulnerability database (make vuln's) into bin/vulndb
-
-vuln: vulndb ## govulncheck against the offline database
+vuln: $(VULNDB)/index/db.json ## govulncheck against the offline database
 	$(TOOL) govulncheck -db file://$(CURDIR)/$(VULNDB) ./...
 
 # Every parser of user or network input has a fuzz target; make fuzz runs
@@ -180,10 +178,10 @@ clean: ## remove bin/ and dist/
 	rm -rf bin dist
 
 # make ci is the one CI definition: .ci/run runs these targets as its timed
-# steps (lint and vuln beside the tests, at low priority). Its vet step runs every vet analyser over every
-# package, test files included; go test's own vet pass is a subset of it and
-# would only analyse the same files (and every dependency, for its facts)
-# again, so the test step turns it off. CI_TESTFLAGS can be set from the
+# steps (lint and vuln beside the tests, at low priority). Its vet step runs
+# every vet analyser over every package, test files included; go test's own
+# vet pass is a subset of it and would only analyse the same files (and
+# every dependency, for its facts) again, so the test step turns it off. CI_TESTFLAGS can be set from the
 # environment, e.g. CI_TESTFLAGS="-vet=off -parallel=4" to try more E2E
 # scripts at once.
 CI_STEPS     := tidy-check vet lint test vuln
