@@ -8,7 +8,11 @@
 // (including a build failure), and 0 otherwise. Lines that are not JSON (for
 // example "go: downloading" when stderr is merged) are passed through.
 //
-//	go test -json ./... 2>&1 | go run ./hack/testsummary
+// With -times, each E2E script's wall time (the subtests of TestScripts and
+// TestRealCloudScripts) and the slowest packages' are listed before the
+// counts, slowest first.
+//
+//	go test -json ./... 2>&1 | go run ./hack/testsummary [-v] [-times]
 package main
 
 import (

@@ -17,6 +17,9 @@ type event struct {
 	Output  string
 	// ImportPath names the package of build-output and build-fail events.
 	ImportPath string
+	// Elapsed is, on a pass or fail event, how long the test or the
+	// package ran, in seconds.
+	Elapsed float64
 }
 
 // counts is the tally of a run.
@@ -34,6 +37,8 @@ type summarizer struct {
 	// pending holds each running test's output until it passes (dropped),
 	// is skipped (dropped) or fails (printed).
 	pending map[string]*strings.Builder
+	// times collects the scripts' and packages' wall times (-times).
+	times *wallTimes
 }
 
 // run is main without the process: it returns the exit code.
@@ -41,6 +46,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("testsummary", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	verbose := fs.Bool("v", false, "print the output of every test, not only failing ones")
+	times := fs.Bool("times", false, "before the counts, list each E2E script's and the slowest packages' wall times, slowest first")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -49,9 +55,15 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 	s := &summarizer{out: stdout, verbose: *verbose, pending: map[string]*strings.Builder{}}
+	if *times {
+		s.times = &wallTimes{}
+	}
 	if err := s.read(stdin); err != nil {
 		fmt.Fprintf(stderr, "testsummary: %v\n", err)
 		return 1
+	}
+	if s.times != nil {
+		s.times.print(stdout)
 	}
 	c := s.counts
 	fmt.Fprintf(stdout, "tests: %d passed, %d failed, %d skipped\n", c.passed, c.failed, c.skipped)
@@ -87,6 +99,9 @@ func (s *summarizer) line(line string) {
 	if !strings.HasPrefix(line, "{") || json.Unmarshal([]byte(line), &e) != nil || e.Action == "" {
 		fmt.Fprint(s.out, line)
 		return
+	}
+	if s.times != nil {
+		s.times.add(e)
 	}
 	if e.Test == "" {
 		s.packageEvent(e)
