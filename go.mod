@@ -2,6 +2,8 @@ module github.com/talosc/talosc
 
 go 1.26.8
 
+toolchain go1.27.3
+
 require (
 	charm.land/lipgloss/v2 v2.1.0
 	github.com/charmbracelet/colorprofile v0.4.3
