@@ -63,7 +63,7 @@ func upstreamHolds(ctx context.Context, in *phase.Input, cloud provider.Cloud) (
 	if _, ran, _ := in.State.Section(phase.Image); !ran {
 		return false, nil
 	}
-	inv, err := cloud.Inventory(ctx, in.Config)
+	inv, err := cloud.Inventory(ctx)
 	if err != nil {
 		return false, err
 	}
@@ -77,7 +77,7 @@ func (Phase) Destroy(ctx context.Context, in *phase.Input, sec *state.Section) e
 		return err
 	}
 	plan := in.NewPlan()
-	err = cloud.DestroyNetwork(ctx, in.Config, plan)
+	err = cloud.DestroyNetwork(ctx, plan)
 	sec.Plan = plan.Changes()
 	return err
 }
@@ -92,7 +92,7 @@ func (Phase) Status(ctx context.Context, in *phase.Input, sec *state.Section) er
 	if err != nil {
 		return err
 	}
-	st, err := cloud.Status(ctx, in.Config)
+	st, err := cloud.Status(ctx)
 	if err != nil {
 		return err
 	}

@@ -53,7 +53,7 @@ func inventory(ctx context.Context, in *phase.Input) (*provider.Inventory, error
 	if err != nil {
 		return nil, err
 	}
-	return cloud.Inventory(ctx, in.Config)
+	return cloud.Inventory(ctx)
 }
 
 // credential is one provider credential key and its value.

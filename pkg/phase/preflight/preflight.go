@@ -28,7 +28,7 @@ import (
 // Run validates the run against the cloud and the running cluster and
 // returns the provider inventory and the fact the caller records.
 func Run(ctx context.Context, in *phase.Input, cloud provider.Cloud) (*provider.Inventory, *phase.Validated, error) {
-	inv, err := cloud.Inventory(ctx, in.Config)
+	inv, err := cloud.Inventory(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -41,7 +41,7 @@ func check(ctx context.Context, in *phase.Input, cloud provider.Cloud, inv *prov
 	cfg := in.Config
 	desired := cfg.Hostnames()
 	if err := errors.Join(
-		cloud.ValidateMachines(ctx, cfg, desired, inv),
+		cloud.ValidateMachines(ctx, desired, inv),
 		identity.CheckRecoverable(cfg.Dir, inv.Hostnames()),
 	); err != nil {
 		return nil, err
@@ -80,7 +80,7 @@ func Validate(ctx context.Context, in *phase.Input) (*phase.Validated, error) {
 // lifetime), only the inventory is read; otherwise (a saved or replayed
 // document among them) the whole validation runs again.
 func Validated(ctx context.Context, in *phase.Input, cloud provider.Cloud) (*provider.Inventory, *phase.Validated, error) {
-	inv, err := cloud.Inventory(ctx, in.Config)
+	inv, err := cloud.Inventory(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
