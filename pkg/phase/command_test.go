@@ -68,7 +68,7 @@ func runEnv(t *testing.T, f *fakePhase, env map[string]string, stdin string, loa
 	s, in, out, errOut := genericiooptions.NewTestIOStreams()
 	in.WriteString(stdin)
 	var res result
-	cmd := phase.NewCommand(s, f, nil, nil, func(ctx context.Context, o *phase.Options, action string) error {
+	cmd := phase.NewCommand(s, f, nil, func(ctx context.Context, o *phase.Options, action string) error {
 		o.LookupEnv = func(k string) (string, bool) {
 			if k == "TALOSC_PLUGIN_SECTIONS" {
 				return "", true
