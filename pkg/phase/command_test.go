@@ -63,7 +63,7 @@ func run(t *testing.T, f *fakePhase, stdin string, loadErr error, args ...string
 }
 
 // runEnv is run with the variables env set.
-func runEnv(t *testing.T, f *fakePhase, env map[string]string, stdin string, loadErr error, args ...string) result {
+func runEnv(t *testing.T, f phase.Phase, env map[string]string, stdin string, loadErr error, args ...string) result {
 	t.Helper()
 	s, in, out, errOut := genericiooptions.NewTestIOStreams()
 	in.WriteString(stdin)

@@ -67,11 +67,11 @@ func HandPipe(dryRun bool) string {
 	if dryRun {
 		action = ActionPlan
 	}
-	pipe := ValidateCommand(dryRun)
+	pipe := []string{ValidateCommand(dryRun)}
 	for _, name := range Names() {
-		pipe += " | tc-" + name + " " + action
+		pipe = append(pipe, "tc-"+name+" "+action)
 	}
-	return pipe
+	return strings.Join(pipe, " | ")
 }
 
 // Names returns the builtin phases in converge order.

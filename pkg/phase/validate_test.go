@@ -6,10 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/cli-runtime/pkg/genericiooptions"
-
 	"github.com/talosc/talosc/pkg/cli"
-	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/phase"
 	"github.com/talosc/talosc/pkg/state"
 )
@@ -27,37 +24,17 @@ func (v validatingPhase) Validate(_ context.Context, in *phase.Input) (*phase.Va
 	return &phase.Validated{Fingerprint: map[bool]string{true: "plan", false: "converge"}[in.DryRun], At: time.Now()}, nil
 }
 
-// runPhase runs the phase binary for p with args on an empty stdin.
-func runPhase(t *testing.T, p phase.Phase, args ...string) result {
-	t.Helper()
-	s, _, out, errOut := genericiooptions.NewTestIOStreams()
-	cmd := phase.NewCommand(s, p, nil, func(ctx context.Context, o *phase.Options, action string) error {
-		o.LookupEnv = func(string) (string, bool) { return "", false }
-		o.Load = func(string, config.LoadOptions) (*config.Cluster, error) { return &config.Cluster{Name: "demo"}, nil }
-		return o.Run(ctx, p, action)
-	})
-	res := result{code: cli.Run(cmd, args, s), stderr: errOut.String()}
-	if out.Len() > 0 {
-		doc, err := state.Parse(out.Bytes())
-		if err != nil {
-			t.Fatalf("stdout is not a state document: %v\n%s", err, out)
-		}
-		res.doc = doc
-	}
-	return res
-}
-
 // TestValidateAction: only a phase that serves the validation has the
 // "validate" action; it heads the pipe, writing its fact (or its
 // refusal, a scale-down's question included) as its section, quietly:
 // the phases it feeds print the warnings and headers.
 func TestValidateAction(t *testing.T) {
 	t.Parallel()
-	if res := runPhase(t, &fakePhase{name: "image"}, "validate"); res.code != cli.ExitUsage || !strings.Contains(res.stderr, `unknown command "validate"`) {
+	if res := run(t, &fakePhase{name: "image"}, "", nil, "validate"); res.code != cli.ExitUsage || !strings.Contains(res.stderr, `unknown command "validate"`) {
 		t.Errorf("a phase without the validation: exit %d, stderr %q", res.code, res.stderr)
 	}
 
-	res := runPhase(t, validatingPhase{fakePhase: &fakePhase{name: "nodes"}}, "validate", "--dry-run")
+	res := runEnv(t, validatingPhase{fakePhase: &fakePhase{name: "nodes"}}, nil, "", nil, "validate", "--dry-run")
 	if res.code != cli.ExitOK || strings.Contains(res.stderr, "==") {
 		t.Fatalf("validate: exit %d, stderr %q", res.code, res.stderr)
 	}
@@ -68,7 +45,7 @@ func TestValidateAction(t *testing.T) {
 	}
 
 	ask := &phase.ConfirmError{Prompt: "scale down will remove 1 node(s): demo-worker-02", Names: []string{"demo-worker-02"}}
-	res = runPhase(t, validatingPhase{fakePhase: &fakePhase{name: "nodes"}, err: ask}, "validate")
+	res = runEnv(t, validatingPhase{fakePhase: &fakePhase{name: "nodes"}, err: ask}, nil, "", nil, "validate")
 	sec = sectionOf(t, res.doc, "nodes")
 	if res.code != cli.ExitFailure || sec.Status != state.StatusFailed || sec.Error == nil || sec.Error.Confirm != ask.Prompt {
 		t.Errorf("a refused validation: exit %d, section %+v", res.code, sec)
