@@ -214,8 +214,8 @@ func TestMachineConfigDrift(t *testing.T) {
 	if reads := configReads(d.lab.Recorder().Calls()); reads != 2 {
 		t.Errorf("the plan read %d running configurations, want 2 (one per node)", reads)
 	}
-	// A converge compares them once, in tc-nodes (the first phase only
-	// checks that every node answers).
+	// A converge compares them once, in tc-nodes (the validation heading
+	// the pipe only checks that every node answers).
 	if _, stderr, err := d.run(t, phase.ActionConverge); err != nil {
 		t.Fatalf("converge of a converged cluster: %v\n%s", err, stderr)
 	}

@@ -28,7 +28,7 @@ func TestVMConfig_ReadOncePerRunAgainAfterAMutation(t *testing.T) {
 	l.createCluster(t)
 	inv := l.inventory(t)
 	l.srv.Recorder().Reset()
-	for range 2 { // a converge validates in its first phase and again in the nodes phase
+	for range 2 { // a converge validates at the head of its pipe and again in the nodes phase
 		if err := l.cloud.ValidateMachines(t.Context(), l.cfg.Hostnames(), inv); err != nil {
 			t.Fatal(err)
 		}
