@@ -51,3 +51,24 @@ func TestValidateAction(t *testing.T) {
 		t.Errorf("a refused validation: exit %d, section %+v", res.code, sec)
 	}
 }
+
+// TestValidateArgs: the validation heading a pipe validates what the
+// phases will do: a plan's as a dry run, and with exactly the
+// confirmations the phases were given (not --reboot, which it has not).
+func TestValidateArgs(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		action string
+		flags  []string
+		want   string
+	}{
+		{phase.ActionPlan, []string{"--reboot"}, "validate --dry-run"},
+		{phase.ActionConverge, nil, "validate"},
+		{phase.ActionConverge, []string{"--reboot", "--yes"}, "validate --yes"},
+		{phase.ActionConverge, []string{"--confirmed=demo-worker-02"}, "validate --confirmed=demo-worker-02"},
+	} {
+		if got := strings.Join(phase.ValidateArgs(tc.action, tc.flags), " "); got != tc.want {
+			t.Errorf("ValidateArgs(%s, %q) = %q, want %q", tc.action, tc.flags, got, tc.want)
+		}
+	}
+}
