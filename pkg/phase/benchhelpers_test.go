@@ -183,38 +183,44 @@ type builtinPhase struct {
 	phase      phase.Phase
 }
 
-// builtinPhases are the phase binaries in converge order.
+// builtinPhases are the phase binaries in converge order, headed by the
+// validation (tc-nodes validate).
 func builtinPhases() []builtinPhase {
 	return []builtinPhase{
+		{tcnodes.NewCommand, preflight.WithValidation(nodes.Phase{})},
 		{tcimage.NewCommand, bootimage.Phase{}},
 		{tcnet.NewCommand, network.Phase{}},
 		{tcnodes.NewCommand, nodes.Phase{}},
 	}
 }
 
-// run runs action through every phase in order, in process, each phase
-// reading the previous one's stdout, as "tc-image ACTION | tc-net ACTION |
-// tc-nodes ACTION" would. It fails b with the failing phase's stderr. With
-// -v it logs every phase's stderr.
+// run runs action (plan or converge) through every phase in order, in
+// process, each phase reading the previous one's stdout, as "tc-nodes
+// validate | tc-image ACTION | tc-net ACTION | tc-nodes ACTION" would. It
+// fails b with the failing phase's stderr. With -v it logs every phase's
+// stderr.
 func (c *labCluster) run(b *testing.B, action string, flags ...string) {
 	b.Helper()
 	var doc []byte
 	for _, p := range builtinPhases() {
+		args := append([]string{action}, flags...)
+		if _, head := p.phase.(phase.Validator); head {
+			args = phase.ValidateArgs(action, flags)
+		}
 		var stdout, stderr bytes.Buffer
 		root := p.newCommand(cli.Streams{In: bytes.NewReader(doc), Out: &stdout, ErrOut: &stderr},
 			func(ctx context.Context, o *phase.Options, action string) error {
 				o.LookupEnv = c.lookupEnv
-				o.Validate = preflight.Validate // in process: no tc-nodes binary to run
 				return o.Run(ctx, p.phase, action)
 			})
-		root.SetArgs(append([]string{action, "-C", c.dir}, flags...))
+		root.SetArgs(append(args, "-C", c.dir))
 		start := time.Now()
 		err := root.ExecuteContext(b.Context())
 		if testing.Verbose() {
-			b.Logf("tc-%s %s took %s; stderr:\n%s", p.phase.Name(), action, time.Since(start).Round(time.Millisecond), stderr.String())
+			b.Logf("tc-%s %s took %s; stderr:\n%s", p.phase.Name(), args[0], time.Since(start).Round(time.Millisecond), stderr.String())
 		}
 		if err != nil {
-			b.Fatalf("tc-%s %s: %v\nstderr:\n%s", p.phase.Name(), action, err, stderr.String())
+			b.Fatalf("tc-%s %s: %v\nstderr:\n%s", p.phase.Name(), args[0], err, stderr.String())
 		}
 		doc = stdout.Bytes()
 	}

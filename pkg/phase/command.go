@@ -40,20 +40,18 @@ type Options struct {
 	Load func(dir string, o config.LoadOptions) (*config.Cluster, error)
 	// LookupEnv reads the environment; nil means os.LookupEnv.
 	LookupEnv func(string) (string, bool)
-	// Validate is the whole-run validation (NewCommand's validate).
-	Validate Validator
 	// Connect are the providers the binary links (NewCommand's clouds);
 	// a provider missing from it is not available in this build.
 	Connect provider.Connectors
 }
 
 // NewCommand returns the root command of the phase binary for p, which
-// validates a run with validate and reaches the clouds through clouds (the
-// binary chooses the providers it links). runF, when not nil, replaces the
-// real run (tests capture the options with it). The nodes phase, which
-// links the validation, also serves it as its "validate" action.
-func NewCommand(s cli.Streams, p Phase, validate Validator, clouds provider.Connectors, runF func(context.Context, *Options, string) error) *cobra.Command {
-	o := &Options{Streams: s, Load: config.Load, LookupEnv: os.LookupEnv, Validate: validate, Connect: clouds}
+// reaches the clouds through clouds (the binary chooses the providers it
+// links). runF, when not nil, replaces the real run (tests capture the
+// options with it). A p that is a Validator (tc-nodes) also serves the
+// whole-run validation as its "validate" action, the head of the pipe.
+func NewCommand(s cli.Streams, p Phase, clouds provider.Connectors, runF func(context.Context, *Options, string) error) *cobra.Command {
+	o := &Options{Streams: s, Load: config.Load, LookupEnv: os.LookupEnv, Connect: clouds}
 	binary := plugin.Prefix + p.Name()
 	root := &cobra.Command{
 		Use:   binary + " ACTION [flags] < state.json > state.json",
@@ -64,11 +62,14 @@ cluster.yaml (in -C DIR) and the JSON state document of earlier phases on stdin
 %q section on stdout. Progress and plans go to stderr.
 
 `, binary, p.Name(), p.Name()) + cli.ExitCodesHelp,
-		Example: fmt.Sprintf(`  # Plan the whole cluster by hand, phase by phase
-  tc-image plan | tc-net plan | tc-nodes plan
+		Example: fmt.Sprintf(`  # Plan the whole cluster by hand, phase by phase: the validation heads the pipe
+  %s
+
+  # Converge it by hand
+  %s
 
   # Show what the %s phase owns
-  %s status -C mycluster`, p.Name(), binary),
+  %s status -C mycluster`, HandPipe(true), HandPipe(false), p.Name(), binary),
 		Version:       version.Version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -80,9 +81,9 @@ cluster.yaml (in -C DIR) and the JSON state document of earlier phases on stdin
 		{ActionStatus, "Report what the phase owns"},
 		{ActionCheck, "Report what needs attention (needs no provider credentials)"},
 		{ActionDestroy, "Remove what the phase owns (needs --yes; the front door asks first)"},
-		{ActionValidate, "Validate the whole run before its first mutation (the first phase runs it; it changes nothing)"},
+		{ActionValidate, "Validate the whole run before its first mutation: the head of the pipe (it changes nothing)"},
 	} {
-		if a.name == ActionValidate && p.Name() != Nodes {
+		if _, serves := p.(Validator); a.name == ActionValidate && !serves {
 			continue
 		}
 		cmd := &cobra.Command{
@@ -146,8 +147,8 @@ func (o *Options) Run(ctx context.Context, p Phase, action string) error { //nol
 	// Under the front door, which printed the warnings and renders the
 	// whole plan from the final document, a phase only reports progress.
 	_, fromFrontDoor := o.LookupEnv(plugin.EnvPath)
-	// The validate action runs under the first phase, which already
-	// printed the warnings and its header.
+	// The validate action heads a pipe whose phases print the warnings
+	// and their headers.
 	fromFrontDoor = fromFrontDoor || action == ActionValidate
 	if !fromFrontDoor {
 		for _, w := range append(TestKnobWarnings(o.LookupEnv), cfg.Warnings...) {
@@ -171,7 +172,7 @@ func (o *Options) Run(ctx context.Context, p Phase, action string) error { //nol
 	if err != nil {
 		return cli.Usage(err)
 	}
-	in := &Input{Config: cfg, State: doc, DryRun: dryRun, Reboot: o.Reboot, Yes: o.Yes, Confirmed: o.Confirmed, ExpiryWarning: o.ExpiryWarning, Out: out, Env: env, Validate: o.Validate, ErrOut: o.Streams.ErrOut}
+	in := &Input{Config: cfg, State: doc, DryRun: dryRun, Reboot: o.Reboot, Yes: o.Yes, Confirmed: o.Confirmed, ExpiryWarning: o.ExpiryWarning, Out: out, Env: env}
 	runErr := o.perform(ctx, p, action, in, &sec)
 	if dryRun && errors.Is(runErr, provider.ErrNotAvailable) {
 		// A plan that cannot observe the provider is deferred, not failed.
@@ -209,7 +210,11 @@ func (o *Options) perform(ctx context.Context, p Phase, action string, in *Input
 		}
 		setDone(sec, in.DryRun)
 	case ActionValidate:
-		fact, err := in.Validate(ctx, in)
+		v, ok := p.(Validator)
+		if !ok {
+			return cli.Usagef("%s does not validate a run: put %s first", plugin.Prefix+p.Name(), ValidateCommand(in.DryRun))
+		}
+		fact, err := v.Validate(ctx, in)
 		if err != nil {
 			return err
 		}

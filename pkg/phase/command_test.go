@@ -63,12 +63,12 @@ func run(t *testing.T, f *fakePhase, stdin string, loadErr error, args ...string
 }
 
 // runEnv is run with the variables env set.
-func runEnv(t *testing.T, f *fakePhase, env map[string]string, stdin string, loadErr error, args ...string) result {
+func runEnv(t *testing.T, f phase.Phase, env map[string]string, stdin string, loadErr error, args ...string) result {
 	t.Helper()
 	s, in, out, errOut := genericiooptions.NewTestIOStreams()
 	in.WriteString(stdin)
 	var res result
-	cmd := phase.NewCommand(s, f, nil, nil, func(ctx context.Context, o *phase.Options, action string) error {
+	cmd := phase.NewCommand(s, f, nil, func(ctx context.Context, o *phase.Options, action string) error {
 		o.LookupEnv = func(k string) (string, bool) {
 			if k == "TALOSC_PLUGIN_SECTIONS" {
 				return "", true

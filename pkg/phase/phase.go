@@ -6,8 +6,8 @@ package phase
 
 import (
 	"context"
-	"io"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/talosc/talosc/pkg/config"
@@ -23,8 +23,9 @@ const (
 	ActionStatus   = "status"
 	ActionCheck    = "check"
 	ActionDestroy  = "destroy"
-	// ActionValidate is the nodes phase's whole-run validation, which the
-	// first phase of a run asks for (ExecValidator).
+	// ActionValidate is the whole-run validation, the head of every plan
+	// and converge pipe (tc-nodes validate | tc-image converge | ...): a
+	// phase that serves it is a Validator.
 	ActionValidate = "validate"
 )
 
@@ -34,6 +35,44 @@ const (
 	Net   = "net"
 	Nodes = "nodes"
 )
+
+// ValidateCommand is the command heading a plan (dryRun) or converge pipe.
+func ValidateCommand(dryRun bool) string {
+	if dryRun {
+		return "tc-nodes validate --dry-run"
+	}
+	return "tc-nodes validate"
+}
+
+// ValidateArgs are the arguments of the validation heading a pipe of
+// action (plan or converge) whose phases get flags: --dry-run for a plan,
+// and the confirmations (--yes, --confirmed) the phases were given.
+func ValidateArgs(action string, flags []string) []string {
+	args := []string{ActionValidate}
+	if action == ActionPlan {
+		args = append(args, "--dry-run")
+	}
+	for _, f := range flags {
+		if f == "--yes" || strings.HasPrefix(f, "--confirmed=") {
+			args = append(args, f)
+		}
+	}
+	return args
+}
+
+// HandPipe is the whole pipe of a plan (dryRun) or converge by hand, as
+// the front door runs it: the validation, then every phase.
+func HandPipe(dryRun bool) string {
+	action := ActionConverge
+	if dryRun {
+		action = ActionPlan
+	}
+	pipe := []string{ValidateCommand(dryRun)}
+	for _, name := range Names() {
+		pipe = append(pipe, "tc-"+name+" "+action)
+	}
+	return strings.Join(pipe, " | ")
+}
 
 // Names returns the builtin phases in converge order.
 func Names() []string { return []string{Image, Net, Nodes} }
@@ -66,12 +105,7 @@ type Input struct {
 	// Confirmed confirms a scale-down of exactly these nodes (converge
 	// --confirmed, what the front door passes after asking).
 	Confirmed []string
-	// Validate runs the whole-run validation (the first phase of a run
-	// calls it before its first mutation).
-	Validate Validator
-	Out      *ui.Printer
-	// ErrOut is the phase's stderr, where a child's progress goes.
-	ErrOut io.Writer
+	Out       *ui.Printer
 	// Env is the run's environment: provider connection, time scale.
 	Env *Env
 	// ExpiryWarning is how long before a certificate expires check warns.
@@ -133,8 +167,14 @@ type Validated struct {
 	Removals []string `json:"removals,omitempty"`
 }
 
-// Validator runs the whole-run validation for in and returns its fact.
-// The nodes phase links it (pkg/phase/preflight); the image and net
-// phases run "tc-nodes validate" (ExecValidator), so that only one binary
-// links what validating a live cluster needs.
-type Validator func(ctx context.Context, in *Input) (*Validated, error)
+// Validator is a phase that serves the whole-run validation as its
+// "validate" action: tc-nodes, the one binary that links what validating
+// a live cluster needs (preflight.WithValidation). The validation heads the
+// pipe and writes its fact, or its refusal, as the section of the phase
+// serving it; the first phase it feeds carries the verdict on
+// (sections.Validation), and no phase runs another.
+type Validator interface {
+	Phase
+	// Validate validates the run for in and returns its fact.
+	Validate(ctx context.Context, in *Input) (*Validated, error)
+}

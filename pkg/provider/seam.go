@@ -184,12 +184,12 @@ type Networks interface {
 	// pieces are zero values.
 	CurrentNetwork(ctx context.Context, spec NetworkSpec) (*NetworkResult, error)
 	// DestroyNetwork removes every owned network resource (through plan).
-	DestroyNetwork(ctx context.Context, cluster *config.Cluster, plan *Plan) error
+	DestroyNetwork(ctx context.Context, plan *Plan) error
 	// ValidateTeardown refuses, before any machine is deleted, a destroy
 	// the network part could not finish (Proxmox: other administrators'
 	// pending SDN changes, a shared controller with pending changes). It
 	// changes nothing.
-	ValidateTeardown(ctx context.Context, cluster *config.Cluster) error
+	ValidateTeardown(ctx context.Context) error
 }
 
 // Machine is one owned machine found in the provider inventory.
@@ -255,37 +255,37 @@ type MachineSpec struct {
 type Compute interface {
 	// Inventory lists the cluster's owned machines (found by ownership
 	// markers, never by name alone).
-	Inventory(ctx context.Context, cluster *config.Cluster) (*Inventory, error)
+	Inventory(ctx context.Context) (*Inventory, error)
 	// ValidateMachines refuses changes the provider cannot make in place
 	// to existing machines and the network they sit on (OpenStack:
 	// flavor, disk, availability zone, the cluster subnet's cidr),
 	// naming the key and the way out. The whole-run validation calls it
 	// before the first mutation. It mutates nothing.
-	ValidateMachines(ctx context.Context, cluster *config.Cluster, desired []config.Machine, inv *Inventory) error
+	ValidateMachines(ctx context.Context, desired []config.Machine, inv *Inventory) error
 	// CreateMachines creates the missing machines concurrently (through
 	// plan) and returns them as created.
-	CreateMachines(ctx context.Context, cluster *config.Cluster, specs []MachineSpec, plan *Plan) ([]Machine, error)
+	CreateMachines(ctx context.Context, specs []MachineSpec, plan *Plan) ([]Machine, error)
 	// ReconcileMachines brings existing owned machines in line with what
 	// the provider manages in place (Proxmox: the per-VM firewall, the
 	// sizing of cores, memory and disk growth, stopped VMs started),
 	// through plan; it never recreates one. On both it deletes the unused
 	// second machines of a name the inventory found (a create applied
 	// late).
-	ReconcileMachines(ctx context.Context, cluster *config.Cluster, inv *Inventory, plan *Plan) error
+	ReconcileMachines(ctx context.Context, inv *Inventory, plan *Plan) error
 	// PendingRestart lists the owned machines (hostnames, in inventory
 	// order) whose sizing changes take effect only at the next provider
 	// restart (Proxmox: cores/memory pending in the VM config, a disk
 	// grown since the last restart, or a planned change of either).
 	// OpenStack has none. It mutates nothing.
-	PendingRestart(ctx context.Context, cluster *config.Cluster, inv *Inventory) ([]string, error)
+	PendingRestart(ctx context.Context, inv *Inventory) ([]string, error)
 	// RestartMachine restarts machine through the provider so that pending
 	// sizing applies (Proxmox: the reboot API, an ACPI shutdown and a
 	// start, not a guest reboot), through plan, and waits for the restart
 	// task. OpenStack does not support it.
-	RestartMachine(ctx context.Context, cluster *config.Cluster, machine Machine, plan *Plan) error
+	RestartMachine(ctx context.Context, machine Machine, plan *Plan) error
 	// FinalizeMachines runs once the cluster is healthy (Proxmox: detach
 	// and delete the per-VM cidata ISOs), through plan.
-	FinalizeMachines(ctx context.Context, cluster *config.Cluster, inv *Inventory, plan *Plan) error
+	FinalizeMachines(ctx context.Context, inv *Inventory, plan *Plan) error
 	// DeleteMachine deletes one owned machine (scale-down) and what is its
 	// own: OpenStack the server, its port and its boot volume; Proxmox the
 	// VM with its disks and firewall, and its cidata ISO. It re-reads the
@@ -294,10 +294,10 @@ type Compute interface {
 	// records one change, and waits until everything is gone (through
 	// plan). What is already gone is no error and, if nothing is left, no
 	// change, so a run whose answer was lost can be repeated.
-	DeleteMachine(ctx context.Context, cluster *config.Cluster, machine Machine, plan *Plan) error
+	DeleteMachine(ctx context.Context, machine Machine, plan *Plan) error
 	// DestroyMachines deletes every owned machine and waits until they are
 	// gone (through plan).
-	DestroyMachines(ctx context.Context, cluster *config.Cluster, inv *Inventory, plan *Plan) error
+	DestroyMachines(ctx context.Context, inv *Inventory, plan *Plan) error
 }
 
 // Status is what the provider reports for status: its endpoint (never a
@@ -317,7 +317,7 @@ type Cloud interface {
 	Networks
 	Compute
 	// Status reports the provider and its owned resources.
-	Status(ctx context.Context, cluster *config.Cluster) (*Status, error)
+	Status(ctx context.Context) (*Status, error)
 	// Project is the credential's project name (OpenStack), "" if none;
 	// it becomes the ncsa/project node label.
 	Project() string

@@ -11,7 +11,8 @@
 //     exits 1;
 //   - in a dry run sections are "planned": Plan lists the changes and Unknown the
 //     outputs that are only known after a real converge, so
-//     "tc-image plan | tc-net plan | tc-nodes plan" is a whole-cluster plan.
+//     "tc-nodes validate --dry-run | tc-image plan | tc-net plan | tc-nodes
+//     plan" is a whole-cluster plan.
 package state
 
 import (

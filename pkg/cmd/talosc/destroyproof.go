@@ -32,7 +32,7 @@ type destroySurvey struct {
 // nothing. An inventory that could not be read is an error: destroy would
 // then not know what it destroyed, so it does nothing.
 func (s *session) survey(ctx context.Context) (destroySurvey, error) {
-	res, err := s.runPipeline(ctx, []string{phase.Nodes}, actionStatus, state.New(s.cfg.Name, actionStatus))
+	res, err := s.runPipeline(ctx, []stage{{phase.Nodes, []string{actionStatus}}}, state.New(s.cfg.Name, actionStatus))
 	if err == nil && res.code != 0 {
 		err = fmt.Errorf("tc-nodes status exited %d", res.code)
 	}

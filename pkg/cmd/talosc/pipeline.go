@@ -29,24 +29,42 @@ type pipeResult struct {
 	failed string
 }
 
-// runPhases runs the builtin phases for action as separate processes joined
-// by pipes, exactly as "tc-image converge | tc-net converge | tc-nodes
-// converge" would, feeding in to the first. Each phase's stderr streams to
-// the user. A phase whose upstream failed skips its work, so the run stops at
-// the first failing phase.
-func (s *session) runPhases(ctx context.Context, action string, in *state.Document, extra ...string) (pipeResult, error) {
-	return s.runPipeline(ctx, phase.OrderFor(action), action, in, extra...)
+// stage is one process of a pipeline: the binary of phase with args, the
+// action first.
+type stage struct {
+	phase string
+	args  []string
 }
 
-// runPipeline runs the phases names, in that order, as runPhases does.
-func (s *session) runPipeline(ctx context.Context, names []string, action string, in *state.Document, extra ...string) (pipeResult, error) {
-	cmds := make([]*exec.Cmd, len(names))
-	for i, name := range names {
-		path, err := s.phasePath(name)
+// runPhases runs the builtin phases for action as separate processes joined
+// by pipes, exactly as "tc-nodes validate | tc-image converge | tc-net
+// converge | tc-nodes converge" would, feeding in to the first: a plan or
+// converge is headed by the whole-run validation, whose verdict the first
+// phase carries on (a refusal fails that phase). Each phase's stderr
+// streams to the user. A phase whose upstream failed skips its work, so the
+// run stops at the first failing phase.
+func (s *session) runPhases(ctx context.Context, action string, in *state.Document, extra ...string) (pipeResult, error) {
+	var stages []stage
+	if action == actionPlan || action == actionConverge {
+		stages = append(stages, stage{phase.Nodes, phase.ValidateArgs(action, extra)})
+	}
+	for _, name := range phase.OrderFor(action) {
+		stages = append(stages, stage{name, append([]string{action}, extra...)})
+	}
+	return s.runPipeline(ctx, stages, in)
+}
+
+// runPipeline runs stages, in that order, as runPhases does. The exit code
+// and name of the first failing phase are those of the first failing
+// stage but the validation, whose refusal the phase after it reports.
+func (s *session) runPipeline(ctx context.Context, stages []stage, in *state.Document) (pipeResult, error) {
+	cmds := make([]*exec.Cmd, len(stages))
+	for i, st := range stages {
+		path, err := s.phasePath(st.phase)
 		if err != nil {
 			return pipeResult{}, err
 		}
-		cmd := exec.CommandContext(ctx, path, append([]string{action, "-C", s.dir}, extra...)...)
+		cmd := exec.CommandContext(ctx, path, append([]string{st.args[0], "-C", s.dir}, st.args[1:]...)...)
 		cmd.Env = s.env
 		cmd.Stderr = s.g.Streams.ErrOut
 		cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
@@ -84,16 +102,16 @@ func (s *session) runPipeline(ctx context.Context, names []string, action string
 	res := pipeResult{}
 	for i, cmd := range cmds[:started] {
 		code := exitCode(cmd.Wait())
-		if code != 0 && res.code == 0 {
-			res.code, res.failed = code, names[i]
+		if code != 0 && res.code == 0 && stages[i].args[0] != phase.ActionValidate {
+			res.code, res.failed = code, stages[i].phase
 		}
 	}
 	if startErr != nil {
-		return res, fmt.Errorf("start phase %s: %w", names[started], startErr)
+		return res, fmt.Errorf("start phase %s: %w", stages[started].phase, startErr)
 	}
 	doc, err := state.Parse(last.Bytes())
 	if err != nil || doc == nil {
-		return res, fmt.Errorf("phase %s wrote no usable state document: %w", names[len(names)-1], errors.Join(err, errMissingDoc(doc)))
+		return res, fmt.Errorf("phase %s wrote no usable state document: %w", stages[len(stages)-1].phase, errors.Join(err, errMissingDoc(doc)))
 	}
 	res.doc = doc
 	return res, ctx.Err()

@@ -63,7 +63,7 @@ func newRunCommand(g *Globals, action string, runF func(context.Context, *RunOpt
 	}
 	cmd.Aliases = []string{"sync", "apply"}
 	cmd.Short = "Make the cluster match cluster.yaml"
-	cmd.Long = "converge runs the phases (tc-image | tc-net | tc-nodes) joined by pipes, then\nevery configured plugin, so that the cluster matches cluster.yaml.\n\n" + cli.ExitCodesHelp
+	cmd.Long = "converge runs the phases (tc-nodes validate | tc-image | tc-net | tc-nodes) joined\nby pipes, then every configured plugin, so that the cluster matches cluster.yaml.\n\n" + cli.ExitCodesHelp
 	cmd.Example = "  # Build or update the cluster in ./prod\n  kubectl talosc converge -C prod"
 	f.BoolVar(&o.DryRun, "dry-run", false, "only plan (same as \"kubectl talosc plan\")")
 	f.BoolVar(&o.Yes, "yes", false, "do not ask before deleting anything")

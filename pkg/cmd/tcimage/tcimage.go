@@ -14,5 +14,5 @@ import (
 
 // NewCommand returns the tc-image root command. runF replaces the run in tests.
 func NewCommand(s cli.Streams, runF func(context.Context, *phase.Options, string) error) *cobra.Command {
-	return phase.NewCommand(s, bootimage.Phase{}, phase.ExecValidator, clouds.All(), runF)
+	return phase.NewCommand(s, bootimage.Phase{}, clouds.All(), runF)
 }

@@ -14,5 +14,5 @@ import (
 
 // NewCommand returns the tc-net root command. runF replaces the run in tests.
 func NewCommand(s cli.Streams, runF func(context.Context, *phase.Options, string) error) *cobra.Command {
-	return phase.NewCommand(s, network.Phase{}, phase.ExecValidator, clouds.All(), runF)
+	return phase.NewCommand(s, network.Phase{}, clouds.All(), runF)
 }

@@ -16,7 +16,7 @@ import (
 
 // NewCommand returns the tc-nodes root command. runF replaces the run in tests.
 func NewCommand(s cli.Streams, runF func(context.Context, *phase.Options, string) error) *cobra.Command {
-	root := phase.NewCommand(s, nodes.Phase{}, preflight.Validate, clouds.All(), runF)
+	root := phase.NewCommand(s, preflight.WithValidation(nodes.Phase{}), clouds.All(), runF)
 	root.AddCommand(newConfigsCommand(s, nil))
 	return root
 }

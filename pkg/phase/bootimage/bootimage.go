@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/talosc/talosc/pkg/phase"
 	"github.com/talosc/talosc/pkg/phase/sections"
@@ -24,14 +25,16 @@ var _ phase.Phase = Phase{}
 // Name is the section the phase owns.
 func (Phase) Name() string { return phase.Image }
 
-// Converge validates the whole run (the image phase is the first to
-// mutate) and ensures the boot image exists.
+// Converge ensures the boot image exists. The image phase is the first
+// to mutate, so it refuses, before connecting, a pipe not headed by a
+// fresh validation (sections.Validation), and records the fact for the
+// phases after it.
 func (Phase) Converge(ctx context.Context, in *phase.Input, sec *state.Section) error {
-	cloud, err := in.Env.Cloud(ctx, in)
+	fact, err := sections.Validation(in, nil, time.Now())
 	if err != nil {
 		return err
 	}
-	fact, err := in.Validate(ctx, in)
+	cloud, err := in.Env.Cloud(ctx, in)
 	if err != nil {
 		return err
 	}

@@ -23,20 +23,21 @@ var _ phase.Phase = Phase{}
 // Name is the section the phase owns.
 func (Phase) Name() string { return phase.Net }
 
-// Converge reconciles the network and reports the endpoints. Run alone
-// (no image section upstream) it runs the preflight itself.
+// Converge reconciles the network and reports the endpoints. Run without
+// the image phase of this run upstream, it stands on the validation
+// heading the pipe (sections.Validation) and records its fact.
 func (Phase) Converge(ctx context.Context, in *phase.Input, sec *state.Section) error {
 	cloud, err := in.Env.Cloud(ctx, in)
 	if err != nil {
 		return err
 	}
-	var fact *phase.Validated
-	holds, err := upstreamHolds(ctx, in, cloud)
+	inv, err := cloud.Inventory(ctx)
 	if err != nil {
 		return err
 	}
-	if !holds {
-		if fact, err = in.Validate(ctx, in); err != nil {
+	var fact *phase.Validated
+	if !upstreamHolds(in, inv) {
+		if fact, err = sections.Validation(in, inv, time.Now()); err != nil {
 			return err
 		}
 	}
@@ -56,18 +57,12 @@ func (Phase) Converge(ctx context.Context, in *phase.Input, sec *state.Section) 
 }
 
 // upstreamHolds reports that the image phase of this run recorded a
-// validation fact that still holds (sections.Upstream), so the net phase
-// need not validate again: a saved or replayed image section, or one
-// that failed, does not stand in for the validation.
-func upstreamHolds(ctx context.Context, in *phase.Input, cloud provider.Cloud) (bool, error) {
-	if _, ran, _ := in.State.Section(phase.Image); !ran {
-		return false, nil
-	}
-	inv, err := cloud.Inventory(ctx, in.Config)
-	if err != nil {
-		return false, err
-	}
-	return sections.Upstream(in, inv, time.Now(), phase.Image) != nil, nil
+// validation fact that still holds for inv, the inventory read now
+// (sections.Upstream), so the net phase need not record it again: a
+// saved or replayed image section, or one that failed, does not stand in
+// for the validation.
+func upstreamHolds(in *phase.Input, inv *provider.Inventory) bool {
+	return sections.Upstream(in, inv, time.Now(), phase.Image) != nil
 }
 
 // Destroy removes every owned network resource.
@@ -77,7 +72,7 @@ func (Phase) Destroy(ctx context.Context, in *phase.Input, sec *state.Section) e
 		return err
 	}
 	plan := in.NewPlan()
-	err = cloud.DestroyNetwork(ctx, in.Config, plan)
+	err = cloud.DestroyNetwork(ctx, plan)
 	sec.Plan = plan.Changes()
 	return err
 }
@@ -92,7 +87,7 @@ func (Phase) Status(ctx context.Context, in *phase.Input, sec *state.Section) er
 	if err != nil {
 		return err
 	}
-	st, err := cloud.Status(ctx, in.Config)
+	st, err := cloud.Status(ctx)
 	if err != nil {
 		return err
 	}

@@ -16,7 +16,7 @@ import (
 // compute brings existing machines in line with what the provider manages
 // in place, then creates the missing ones (reference §3.1 step 10).
 func (r *run) compute(ctx context.Context) error {
-	if err := r.cloud.ReconcileMachines(ctx, r.cfg, r.obs.inv, r.plan); err != nil {
+	if err := r.cloud.ReconcileMachines(ctx, r.obs.inv, r.plan); err != nil {
 		return err
 	}
 	return r.createMachines(ctx)
@@ -66,7 +66,7 @@ func (r *run) createMachines(ctx context.Context) error {
 	if r.obs.image.ID == "" && !r.in.DryRun {
 		return errors.New("the image phase reported no boot image; run tc-image converge first")
 	}
-	created, err := r.cloud.CreateMachines(ctx, r.cfg, specs, r.plan)
+	created, err := r.cloud.CreateMachines(ctx, specs, r.plan)
 	r.out.Machines = append(r.out.Machines, created...)
 	slices.SortFunc(r.out.Machines, func(a, b provider.Machine) int { return cmp.Compare(a.Hostname, b.Hostname) })
 	return err

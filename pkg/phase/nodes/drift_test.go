@@ -108,15 +108,20 @@ func (d *labDir) runReboot(t *testing.T, action string, reboot bool) (state.Sect
 	return d.nodes(t, action, reboot, doc)
 }
 
-// phases runs action through ps in process, the first reading doc, each
-// the previous one's document, and returns the last one's document; a
-// failing phase ends the run with its error.
+// phases runs action (plan or converge) through ps in process, headed by
+// the validation (tc-nodes validate), the first reading doc, each the
+// previous one's document, and returns the last one's document; a failing
+// phase ends the run with its error.
 func (d *labDir) phases(t *testing.T, action string, reboot bool, doc []byte, ps ...phase.Phase) ([]byte, string, error) {
 	t.Helper()
-	for _, p := range ps {
+	for _, p := range append([]phase.Phase{preflight.WithValidation(nodes.Phase{})}, ps...) {
 		var stdout, stderr bytes.Buffer
-		if err := d.options(reboot, doc, &stdout, &stderr).Run(t.Context(), p, action); err != nil {
-			return stdout.Bytes(), stderr.String(), fmt.Errorf("tc-%s %s: %w", p.Name(), action, err)
+		o, act := d.options(reboot, doc, &stdout, &stderr), action
+		if _, head := p.(phase.Validator); head {
+			o.DryRun, act = action == phase.ActionPlan, phase.ActionValidate
+		}
+		if err := o.Run(t.Context(), p, act); err != nil {
+			return stdout.Bytes(), stderr.String(), fmt.Errorf("tc-%s %s: %w", p.Name(), act, err)
 		}
 		doc = stdout.Bytes()
 	}
@@ -126,12 +131,11 @@ func (d *labDir) phases(t *testing.T, action string, reboot bool, doc []byte, ps
 // options are a phase's options on the lab, reading doc.
 func (d *labDir) options(reboot bool, doc []byte, stdout, stderr *bytes.Buffer) *phase.Options {
 	return &phase.Options{
-		Dir:      d.dir,
-		Validate: preflight.Validate,
-		Connect:  clouds.All(),
-		Reboot:   reboot,
-		Streams:  cli.Streams{In: bytes.NewReader(doc), Out: stdout, ErrOut: stderr},
-		Load:     config.Load,
+		Dir:     d.dir,
+		Connect: clouds.All(),
+		Reboot:  reboot,
+		Streams: cli.Streams{In: bytes.NewReader(doc), Out: stdout, ErrOut: stderr},
+		Load:    config.Load,
 		LookupEnv: func(k string) (string, bool) {
 			v, ok := d.env[k]
 			return v, ok
@@ -210,8 +214,8 @@ func TestMachineConfigDrift(t *testing.T) {
 	if reads := configReads(d.lab.Recorder().Calls()); reads != 2 {
 		t.Errorf("the plan read %d running configurations, want 2 (one per node)", reads)
 	}
-	// A converge compares them once, in tc-nodes (the first phase only
-	// checks that every node answers).
+	// A converge compares them once, in tc-nodes (the validation heading
+	// the pipe only checks that every node answers).
 	if _, stderr, err := d.run(t, phase.ActionConverge); err != nil {
 		t.Fatalf("converge of a converged cluster: %v\n%s", err, stderr)
 	}

@@ -122,7 +122,7 @@ type restartCloud struct {
 	restarted []string
 }
 
-func (c *restartCloud) RestartMachine(_ context.Context, _ *config.Cluster, m provider.Machine, _ *provider.Plan) error {
+func (c *restartCloud) RestartMachine(_ context.Context, m provider.Machine, _ *provider.Plan) error {
 	c.restarted = append(c.restarted, m.Hostname)
 	if c.reboots {
 		c.f.mu.Lock()

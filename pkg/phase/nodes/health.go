@@ -111,5 +111,5 @@ func (r *run) talosHealth(ctx context.Context, cps, workers []string) error {
 // the per-VM cidata ISOs go), on the inventory the reboot step refreshed
 // with this run's machines.
 func (r *run) finalize(ctx context.Context) error {
-	return r.cloud.FinalizeMachines(ctx, r.cfg, r.obs.inv, r.plan)
+	return r.cloud.FinalizeMachines(ctx, r.obs.inv, r.plan)
 }

@@ -157,7 +157,7 @@ func (o *observed) clients(ctx context.Context) (talosAPI, kubeAPI, error) {
 
 // refreshInventory reads the owned machines again.
 func (o *observed) refreshInventory(ctx context.Context) error {
-	inv, err := o.r.cloud.Inventory(ctx, o.r.cfg)
+	inv, err := o.r.cloud.Inventory(ctx)
 	if err != nil {
 		return err
 	}

@@ -27,14 +27,14 @@ func (rep *checkReport) orphans(ctx context.Context, in *phase.Input) {
 		rep.Items = append(rep.Items, phase.Finding{Name: "orphans", Observed: oc.Reason})
 		return
 	}
-	inv, err := inventory(ctx, in)
+	cloud, inv, err := inventory(ctx, in)
 	if err != nil {
 		oc.Reason = fmt.Sprintf("orphans not looked for: the provider inventory did not answer: %v", err)
 		rep.Incomplete = append(rep.Incomplete, oc.Reason)
 		return
 	}
 	oc.Done = true
-	oc.Found = findOrphans(in.Config, inv)
+	oc.Found = findOrphans(in.Config, inv, cloud.MachineKind())
 	for _, o := range oc.Found {
 		rep.Items = append(rep.Items, phase.Finding{
 			Name:      fmt.Sprintf("orphan %s %s", o.Kind, o.Hostname),
@@ -48,12 +48,13 @@ func (rep *checkReport) orphans(ctx context.Context, in *phase.Input) {
 	}
 }
 
-func inventory(ctx context.Context, in *phase.Input) (*provider.Inventory, error) {
+func inventory(ctx context.Context, in *phase.Input) (provider.Cloud, *provider.Inventory, error) {
 	cloud, err := in.Env.Cloud(ctx, in)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return cloud.Inventory(ctx, in.Config)
+	inv, err := cloud.Inventory(ctx)
+	return cloud, inv, err
 }
 
 // credential is one provider credential key and its value.
@@ -81,16 +82,14 @@ func missingCredential(cfg *config.Cluster) string {
 }
 
 // findOrphans returns the owned machines whose hostname is not a desired
-// machine's, in inventory order.
-func findOrphans(cfg *config.Cluster, inv *provider.Inventory) []report.Orphan {
+// machine's, in inventory order, each of the kind the provider's
+// machineKind names ("proxmox:vm": "vm").
+func findOrphans(cfg *config.Cluster, inv *provider.Inventory, machineKind string) []report.Orphan {
 	desired := map[string]bool{}
 	for _, m := range cfg.Hostnames() {
 		desired[m.Hostname] = true
 	}
-	kind := "vm"
-	if cfg.Provider() == config.ProviderOpenStack {
-		kind = "server"
-	}
+	_, kind, _ := strings.Cut(machineKind, ":")
 	out := []report.Orphan{}
 	for _, m := range inv.Machines {
 		if !desired[m.Hostname] {

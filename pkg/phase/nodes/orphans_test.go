@@ -17,21 +17,22 @@ func TestFindOrphans(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		cfg  *config.Cluster
+		kind string
 		inv  []provider.Machine
 		want []report.Orphan
 	}{
-		{"nothing owned", px, nil, []report.Orphan{}},
-		{"every owned machine desired", px, []provider.Machine{{Hostname: "c-controlplane-01"}, {Hostname: "c-worker-02"}}, []report.Orphan{}},
+		{"nothing owned", px, "proxmox:vm", nil, []report.Orphan{}},
+		{"every owned machine desired", px, "proxmox:vm", []provider.Machine{{Hostname: "c-controlplane-01"}, {Hostname: "c-worker-02"}}, []report.Orphan{}},
 		{
-			"a crashed run's machine and a pending scale-down", px,
+			"a crashed run's machine and a pending scale-down", px, "proxmox:vm",
 			[]provider.Machine{{Hostname: "c-worker-03", ID: "103", Status: "Running"}, {Hostname: "c-controlplane-01", ID: "100"}, {Hostname: "c-gpu-01", ID: "120", Status: "stopped"}},
 			[]report.Orphan{{Kind: "vm", Hostname: "c-worker-03", ID: "103", Status: "running"}, {Kind: "vm", Hostname: "c-gpu-01", ID: "120", Status: "stopped"}},
 		},
-		{"an openstack server", os, []provider.Machine{{Hostname: "c-worker-01", ID: "uuid", Status: "ACTIVE"}}, []report.Orphan{{Kind: "server", Hostname: "c-worker-01", ID: "uuid", Status: "active"}}},
+		{"an openstack server", os, "openstack:server", []provider.Machine{{Hostname: "c-worker-01", ID: "uuid", Status: "ACTIVE"}}, []report.Orphan{{Kind: "server", Hostname: "c-worker-01", ID: "uuid", Status: "active"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			got := findOrphans(tc.cfg, &provider.Inventory{Machines: tc.inv})
+			got := findOrphans(tc.cfg, &provider.Inventory{Machines: tc.inv}, tc.kind)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("orphans (-want +got):\n%s", diff)
 			}

@@ -22,7 +22,7 @@ func (r *run) reboot(ctx context.Context) error {
 			return err
 		}
 	}
-	hosts, err := r.cloud.PendingRestart(ctx, r.cfg, r.obs.inv)
+	hosts, err := r.cloud.PendingRestart(ctx, r.obs.inv)
 	if err != nil || len(hosts) == 0 {
 		return err
 	}
@@ -75,7 +75,7 @@ func (r *run) restartOp(m config.Machine) (op, bool) {
 				}
 				r.in.Out.Info("restarting %s to apply its pending sizing or NIC changes", m.Hostname)
 			}
-			return r.cloud.RestartMachine(ctx, r.cfg, machine, r.plan)
+			return r.cloud.RestartMachine(ctx, machine, r.plan)
 		},
 		then: func(ctx context.Context) error {
 			if err := r.nodeBack(ctx, m, before, r.scaled(settleGrace)); err != nil {

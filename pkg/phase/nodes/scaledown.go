@@ -134,7 +134,7 @@ func (r *run) removalOp(d removal) op {
 	}
 	if m, ok := r.obs.inv.Find(d.host); ok && d.deleteMachine {
 		o.actions = append(o.actions, action{provider: func(ctx context.Context) error {
-			return r.cloud.DeleteMachine(ctx, r.cfg, m, r.plan)
+			return r.cloud.DeleteMachine(ctx, m, r.plan)
 		}})
 	}
 	return o

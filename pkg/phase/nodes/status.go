@@ -23,22 +23,22 @@ func (Phase) Destroy(ctx context.Context, in *phase.Input, sec *state.Section) e
 	if err != nil {
 		return err
 	}
-	inv, err := cloud.Inventory(ctx, in.Config)
+	inv, err := cloud.Inventory(ctx)
 	if err != nil {
 		return err
 	}
 	// A network that could not be torn down is refused before any machine
 	// goes (reference §3.3).
-	if err := cloud.ValidateTeardown(ctx, in.Config); err != nil {
+	if err := cloud.ValidateTeardown(ctx); err != nil {
 		return err
 	}
 	plan := in.NewPlan()
-	err = cloud.DestroyMachines(ctx, in.Config, inv, plan)
+	err = cloud.DestroyMachines(ctx, inv, plan)
 	sec.Plan = plan.Changes()
 	if err != nil || in.DryRun {
 		return errors.Join(err, sec.SetOutputs(sections.Nodes{Provider: in.Config.Provider(), Machines: inv.Machines}))
 	}
-	left, err := cloud.Inventory(ctx, in.Config)
+	left, err := cloud.Inventory(ctx)
 	if err != nil {
 		return fmt.Errorf("list the owned machines again after the teardown: %w", err)
 	}
@@ -57,7 +57,7 @@ func (Phase) Status(ctx context.Context, in *phase.Input, sec *state.Section) er
 	if err != nil {
 		return err
 	}
-	inv, err := cloud.Inventory(ctx, in.Config)
+	inv, err := cloud.Inventory(ctx)
 	if err != nil {
 		return err
 	}

@@ -6,9 +6,9 @@
 // Talos or Kubernetes downgrades and upgrades that cannot be reached from
 // what every node runs, Tailscale toggles on a live cluster, and, on a live cluster, that every existing
 // node answers (a node in an unknown state is never assumed safe to leave
-// behind). The first phase of a run (image, or net run alone) runs it and
-// records the fact in its section; the nodes phase then only reads the
-// inventory again. Every decision about the running cluster is retried,
+// behind). It heads every plan and converge pipe (tc-nodes validate), and
+// the first phase it feeds records its fact; the nodes phase then only
+// reads the inventory again. Every decision about the running cluster is retried,
 // and "could not tell" refuses.
 package preflight
 
@@ -28,7 +28,7 @@ import (
 // Run validates the run against the cloud and the running cluster and
 // returns the provider inventory and the fact the caller records.
 func Run(ctx context.Context, in *phase.Input, cloud provider.Cloud) (*provider.Inventory, *phase.Validated, error) {
-	inv, err := cloud.Inventory(ctx, in.Config)
+	inv, err := cloud.Inventory(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -41,7 +41,7 @@ func check(ctx context.Context, in *phase.Input, cloud provider.Cloud, inv *prov
 	cfg := in.Config
 	desired := cfg.Hostnames()
 	if err := errors.Join(
-		cloud.ValidateMachines(ctx, cfg, desired, inv),
+		cloud.ValidateMachines(ctx, desired, inv),
 		identity.CheckRecoverable(cfg.Dir, inv.Hostnames()),
 	); err != nil {
 		return nil, err
@@ -63,8 +63,19 @@ func check(ctx context.Context, in *phase.Input, cloud provider.Cloud, inv *prov
 	return sections.NewFact(in, inv, removals), nil
 }
 
-// Validate is the in-process phase.Validator (tc-nodes validate, and the
-// tests that run the phases in one process).
+// WithValidation is p serving the whole-run validation (Validate) as its
+// "validate" action: the nodes phase of tc-nodes, whose "tc-nodes
+// validate" heads every plan and converge pipe.
+func WithValidation(p phase.Phase) phase.Validator { return validating{p} }
+
+type validating struct{ phase.Phase }
+
+func (validating) Validate(ctx context.Context, in *phase.Input) (*phase.Validated, error) {
+	return Validate(ctx, in)
+}
+
+// Validate validates the run against the cloud and the running cluster
+// and returns the fact the head of the pipe records.
 func Validate(ctx context.Context, in *phase.Input) (*phase.Validated, error) {
 	cloud, err := in.Env.Cloud(ctx, in)
 	if err != nil {
@@ -74,17 +85,18 @@ func Validate(ctx context.Context, in *phase.Input) (*phase.Validated, error) {
 	return fact, err
 }
 
-// Validated is the nodes phase's validation: when an earlier phase of this
-// run recorded a fact that still holds (sections.Upstream: this
-// cluster.yaml and mode, the machines read now, made within the fact's
-// lifetime), only the inventory is read; otherwise (a saved or replayed
-// document among them) the whole validation runs again.
+// Validated is the nodes phase's validation: when the validation heading
+// the pipe or an earlier phase of this run recorded a fact that still
+// holds (sections.Upstream: this cluster.yaml and mode, the machines read
+// now, made within the fact's lifetime), only the inventory is read;
+// otherwise (a saved or replayed document among them) the whole
+// validation runs again, in this process.
 func Validated(ctx context.Context, in *phase.Input, cloud provider.Cloud) (*provider.Inventory, *phase.Validated, error) {
-	inv, err := cloud.Inventory(ctx, in.Config)
+	inv, err := cloud.Inventory(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	if fact := sections.Upstream(in, inv, time.Now(), phase.Image, phase.Net); fact != nil {
+	if fact := sections.Upstream(in, inv, time.Now(), phase.Image, phase.Net, phase.Nodes); fact != nil {
 		return inv, fact, nil
 	}
 	fact, err := check(ctx, in, cloud, inv)

@@ -5,10 +5,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
 
+	"github.com/talosc/talosc/pkg/cli"
 	"github.com/talosc/talosc/pkg/phase"
 	"github.com/talosc/talosc/pkg/provider"
 	"github.com/talosc/talosc/pkg/state"
@@ -49,6 +51,43 @@ func Upstream(in *phase.Input, inv *provider.Inventory, now time.Time, from ...s
 	return nil
 }
 
+// Validation is the fact of the validation heading this run's pipe
+// (tc-nodes validate writes it as the nodes section, which the nodes
+// phase replaces at the end of the pipe), for the first phase it feeds.
+// The fact is fresh when the phase, recomputing it, finds this
+// cluster.yaml with its includes and the same mode (Fingerprint), the
+// fact made within FactLifetime of now and, when inv (the inventory read
+// now) is not nil, the same machines. A refusal of the validation is
+// returned, silent (the validation printed it), as the error it made (a
+// scale-down's question as a ConfirmError), so the phase carries it on; a
+// missing or stale fact is a usage error naming the command to put first.
+func Validation(in *phase.Input, inv *provider.Inventory, now time.Time) (*phase.Validated, error) {
+	sec, ok, err := in.State.Section(phase.Nodes)
+	if err != nil {
+		return nil, err
+	}
+	if ok && sec.Status == state.StatusFailed && sec.Error != nil {
+		// The validation reported it on stderr already: once is enough.
+		refused := errors.New(sec.Error.Message)
+		if sec.Error.Confirm != "" {
+			refused = &phase.ConfirmError{Prompt: sec.Error.Confirm, Names: sec.Error.Confirming}
+		}
+		return nil, &cli.ExitError{Code: cli.ExitFailure, Err: refused, Silent: true}
+	}
+	fact, put := recorded(in.State, phase.Nodes), phase.HandPipe(in.DryRun)
+	switch {
+	case fact == nil:
+		return nil, cli.Usagef("stdin carries no validation: put `%s` first: %s", phase.ValidateCommand(in.DryRun), put)
+	case fact.Fingerprint != Fingerprint(in):
+		return nil, cli.Usagef("the validation on stdin was made for another cluster.yaml or mode (--dry-run, --yes, --confirmed): validate again: %s", put)
+	case !fresh(fact.At, now):
+		return nil, cli.Usagef("the validation on stdin was made at %s, not within %s of now: validate again: %s", fact.At.Format(time.RFC3339), FactLifetime, put)
+	case inv != nil && fact.Inventory != InventoryDigest(inv):
+		return nil, cli.Usagef("the owned machines changed since the validation on stdin: validate again: %s", put)
+	}
+	return fact, nil
+}
+
 // recorded is the fact in the succeeded section name of doc, nil if none.
 func recorded(doc *state.Document, name string) *phase.Validated {
 	sec, ok, err := doc.Section(name)
@@ -66,6 +105,11 @@ func recorded(doc *state.Document, name string) *phase.Validated {
 		net, _, err := ReadNetwork(doc)
 		if err == nil {
 			fact = net.Validated
+		}
+	case phase.Nodes: // the validation heading the pipe
+		v, _, err := state.Outputs[phase.Validated](doc, name)
+		if err == nil && v.Fingerprint != "" {
+			fact = &v
 		}
 	}
 	return fact

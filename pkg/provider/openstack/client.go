@@ -135,7 +135,10 @@ func (o Options) withDefaults() Options {
 // Cloud is an authenticated OpenStack session for one cluster's region. It
 // is safe for concurrent use.
 type Cloud struct {
-	opts    Options
+	opts Options
+	// cluster is the configuration the Cloud was opened for: every call
+	// acts on its resources only.
+	cluster *config.Cluster
 	url     string
 	region  string
 	project string // the credential's project's name
@@ -200,7 +203,7 @@ func Connect(ctx context.Context, cfg *config.Cluster, o Options) (*Cloud, error
 	if err != nil {
 		return nil, fmt.Errorf("openstack: authenticate at %s with the application credential (openstack.credential_id): %w", os.URL, err)
 	}
-	c := &Cloud{opts: o, url: os.URL, region: os.Region}
+	c := &Cloud{opts: o, cluster: cfg, url: os.URL, region: os.Region}
 	if r, ok := pc.GetAuthResult().(tokens.CreateResult); ok {
 		if p, err := r.ExtractProject(); err == nil && p != nil {
 			c.project, c.projectID = p.Name, p.ID

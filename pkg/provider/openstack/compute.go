@@ -69,7 +69,8 @@ func resolveFlavor(list []flavors.Flavor, ref, key string) (flavors.Flavor, erro
 // to existing servers, and a network.cluster.cidr the existing subnet does
 // not have, every one at once. The flavor list is read only when a
 // server's flavor differs from the pool's as written.
-func (c *Cloud) ValidateMachines(ctx context.Context, cluster *config.Cluster, desired []config.Machine, inv *provider.Inventory) error {
+func (c *Cloud) ValidateMachines(ctx context.Context, desired []config.Machine, inv *provider.Inventory) error {
+	cluster := c.cluster
 	if err := c.validateSubnet(ctx, cluster); err != nil {
 		return err
 	}
@@ -133,7 +134,8 @@ type serverJob struct {
 // CreateMachines creates the servers (at most provider.MaxConcurrent requests at a
 // time), then waits for all of them to be ACTIVE within Options.Wait. It
 // returns the machines that booted and every failure, joined.
-func (c *Cloud) CreateMachines(ctx context.Context, cluster *config.Cluster, specs []provider.MachineSpec, plan *provider.Plan) ([]provider.Machine, error) {
+func (c *Cloud) CreateMachines(ctx context.Context, specs []provider.MachineSpec, plan *provider.Plan) ([]provider.Machine, error) {
+	cluster := c.cluster
 	if len(specs) == 0 {
 		return nil, nil
 	}
@@ -292,24 +294,24 @@ func serverBooted(s *servers.Server) (bool, error) {
 
 // ReconcileMachines only deletes the unused second servers of a name the
 // inventory found (dropTwins): servers are create-only on OpenStack.
-func (c *Cloud) ReconcileMachines(ctx context.Context, cluster *config.Cluster, _ *provider.Inventory, plan *provider.Plan) error {
-	return c.dropTwins(ctx, cluster.Name, plan)
+func (c *Cloud) ReconcileMachines(ctx context.Context, _ *provider.Inventory, plan *provider.Plan) error {
+	return c.dropTwins(ctx, c.cluster.Name, plan)
 }
 
 // PendingRestart is always empty on OpenStack: servers are never resized
 // in place.
-func (c *Cloud) PendingRestart(context.Context, *config.Cluster, *provider.Inventory) ([]string, error) {
+func (c *Cloud) PendingRestart(context.Context, *provider.Inventory) ([]string, error) {
 	return nil, nil
 }
 
 // RestartMachine is not supported on OpenStack: nothing there waits for a
 // restart.
-func (c *Cloud) RestartMachine(_ context.Context, _ *config.Cluster, m provider.Machine, _ *provider.Plan) error {
+func (c *Cloud) RestartMachine(_ context.Context, m provider.Machine, _ *provider.Plan) error {
 	return fmt.Errorf("restart server %s: not supported on OpenStack (sizing changes are refused there, so no server needs one)", m.Hostname)
 }
 
 // FinalizeMachines has nothing to do on OpenStack: the config drive stays
 // with its server.
-func (c *Cloud) FinalizeMachines(context.Context, *config.Cluster, *provider.Inventory, *provider.Plan) error {
+func (c *Cloud) FinalizeMachines(context.Context, *provider.Inventory, *provider.Plan) error {
 	return nil
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 
-	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/ctxwait"
 	"github.com/talosc/talosc/pkg/provider"
 	"github.com/talosc/talosc/pkg/state"
@@ -54,7 +53,8 @@ func (p machineParts) detail() string {
 // deletes the boot volume unless Nova already did (delete_on_termination),
 // waiting until Cinder no longer lists it. What is already gone is
 // skipped; nothing left is no change.
-func (c *Cloud) DeleteMachine(ctx context.Context, cluster *config.Cluster, m provider.Machine, plan *provider.Plan) error {
+func (c *Cloud) DeleteMachine(ctx context.Context, m provider.Machine, plan *provider.Plan) error {
+	cluster := c.cluster
 	parts, err := c.readMachine(ctx, cluster.Name, m)
 	if err != nil {
 		return fmt.Errorf("delete server %s: %w", m.Hostname, err)
@@ -179,7 +179,8 @@ func serverGone(s *servers.Server) (bool, error) { return s == nil, nil }
 // DestroyMachines deletes the inventory's servers and the unused second
 // servers of a name it found (at most provider.MaxConcurrent
 // requests at a time) and waits until every one is gone.
-func (c *Cloud) DestroyMachines(ctx context.Context, cluster *config.Cluster, inv *provider.Inventory, plan *provider.Plan) error {
+func (c *Cloud) DestroyMachines(ctx context.Context, inv *provider.Inventory, plan *provider.Plan) error {
+	cluster := c.cluster
 	var mu sync.Mutex
 	deleted := map[string]string{}
 	errs := provider.FanOut(ctx, len(inv.Machines), func(ctx context.Context, i int) error {

@@ -51,7 +51,7 @@ func newScaleLab(t *testing.T, workers int) *scaleLab {
 	for i, m := range l.spec.Cluster.Hostnames() {
 		specs = append(specs, provider.MachineSpec{Machine: m, Config: []byte("version: v1alpha1\n"), Image: l.img, Attachment: l.res.Machines[i]})
 	}
-	if _, err := l.cloud.CreateMachines(t.Context(), l.spec.Cluster, specs, &provider.Plan{}); err != nil {
+	if _, err := l.cloud.CreateMachines(t.Context(), specs, &provider.Plan{}); err != nil {
 		t.Fatal(err)
 	}
 	l.rec.Reset()
@@ -61,7 +61,7 @@ func newScaleLab(t *testing.T, workers int) *scaleLab {
 // machine is the inventory's entry for host.
 func (l *scaleLab) machine(t *testing.T, host string) provider.Machine {
 	t.Helper()
-	inv, err := l.cloud.Inventory(t.Context(), l.spec.Cluster)
+	inv, err := l.cloud.Inventory(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +151,7 @@ func TestDeleteMachine_DeletesExactlyOneServerWithItsPortAndBootVolume(t *testin
 
 	l.rec.Reset()
 	dry := &provider.Plan{DryRun: true}
-	if err := l.cloud.DeleteMachine(t.Context(), l.spec.Cluster, w2, dry); err != nil {
+	if err := l.cloud.DeleteMachine(t.Context(), w2, dry); err != nil {
 		t.Fatal(err)
 	}
 	if m := l.rec.Mutations(); len(m) != 0 {
@@ -162,7 +162,7 @@ func TestDeleteMachine_DeletesExactlyOneServerWithItsPortAndBootVolume(t *testin
 	}
 
 	plan := &provider.Plan{}
-	if err := l.cloud.DeleteMachine(t.Context(), l.spec.Cluster, w2, plan); err != nil {
+	if err := l.cloud.DeleteMachine(t.Context(), w2, plan); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(want, changeNames(plan.Changes())); diff != "" {
@@ -178,7 +178,7 @@ func TestDeleteMachine_DeletesExactlyOneServerWithItsPortAndBootVolume(t *testin
 	// Deleting it again (the answer of the first run lost) is no change.
 	l.rec.Reset()
 	again := &provider.Plan{}
-	if err := l.cloud.DeleteMachine(t.Context(), l.spec.Cluster, w2, again); err != nil || len(again.Changes()) != 0 {
+	if err := l.cloud.DeleteMachine(t.Context(), w2, again); err != nil || len(again.Changes()) != 0 {
 		t.Errorf("second delete: %v, changes %v", err, changeNames(again.Changes()))
 	}
 	if m := l.rec.Mutations(); len(m) != 0 {
@@ -196,7 +196,7 @@ func TestDeleteMachine_DeletesABootVolumeNovaKeeps(t *testing.T) {
 	w3 := l.machine(t, "c-worker-03")
 	before := l.lab.Inventory()
 	l.rec.Reset()
-	if err := l.cloud.DeleteMachine(t.Context(), l.spec.Cluster, w3, &provider.Plan{}); err != nil {
+	if err := l.cloud.DeleteMachine(t.Context(), w3, &provider.Plan{}); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(without(before, s.ID), l.lab.Inventory(), everyField); diff != "" {
@@ -231,7 +231,7 @@ func TestDeleteMachine_RefusesWhatItCannotProveOwned(t *testing.T) {
 		{provider.Machine{Hostname: "c-worker-01"}, "delete server c-worker-01: the inventory entry has no server id; rerun to read the inventory again"},
 	} {
 		plan := &provider.Plan{}
-		err := l.cloud.DeleteMachine(t.Context(), l.spec.Cluster, tc.m, plan)
+		err := l.cloud.DeleteMachine(t.Context(), tc.m, plan)
 		if err == nil || err.Error() != tc.want || len(plan.Changes()) != 0 {
 			t.Errorf("delete %+v: %v (changes %v)\nwant %s", tc.m, err, changeNames(plan.Changes()), tc.want)
 		}
@@ -262,7 +262,7 @@ func TestScaleDown_NetworkPhaseLeavesThePortsOfMachinesWithAServer(t *testing.T)
 		t.Errorf("the network phase changed the ports of machines that still have a server:\n%v", changeNames(changes))
 	}
 	for _, m := range []provider.Machine{w3, w4} {
-		if err := l.cloud.DeleteMachine(t.Context(), l.spec.Cluster, m, &provider.Plan{}); err != nil {
+		if err := l.cloud.DeleteMachine(t.Context(), m, &provider.Plan{}); err != nil {
 			t.Fatal(err)
 		}
 	}

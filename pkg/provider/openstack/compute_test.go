@@ -95,13 +95,6 @@ func newComputeLab(t *testing.T, cfg labos.Config, pools string) *computeLab {
 	}
 	l := &computeLab{lab: lab, cred: cred, dir: t.TempDir(), logs: &syncBuffer{}}
 	l.reconfigure(t, "nova", pools)
-	l.cloud, err = openstack.Connect(t.Context(), l.cfg, openstack.Options{
-		Poll: 20 * time.Millisecond, Wait: 5 * time.Second,
-		Logf: l.logs.printf,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	l.compute, l.network, l.image = demoClients(t, lab)
 	return l
 }
@@ -131,11 +124,19 @@ func demoClients(t *testing.T, lab *labos.Cloud) (compute, network, image *gophe
 	return compute, network, image
 }
 
-// reconfigure rewrites cluster.yaml and reloads it (what a user's edit
-// between two runs does).
+// reconfigure rewrites cluster.yaml, reloads it and connects for it
+// (what a user's edit and the next run do).
 func (l *computeLab) reconfigure(t *testing.T, zone, pools string) {
 	t.Helper()
 	l.cfg = loadCluster(t, l.dir, clusterYAML(l.lab.AuthURL(), l.lab.Region(), zone, pools), l.cred)
+	var err error
+	l.cloud, err = openstack.Connect(t.Context(), l.cfg, openstack.Options{
+		Poll: 20 * time.Millisecond, Wait: 5 * time.Second,
+		Logf: l.logs.printf,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // imageSpec is the boot image served by a lab Image Factory.
@@ -208,7 +209,7 @@ func (l *computeLab) boot(t *testing.T) ([]provider.MachineSpec, []provider.Mach
 		t.Fatal(err)
 	}
 	specs := l.machineSpecs(t, img)
-	got, err := l.cloud.CreateMachines(t.Context(), l.cfg, specs, &provider.Plan{})
+	got, err := l.cloud.CreateMachines(t.Context(), specs, &provider.Plan{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +239,7 @@ workers:
 	specs := l.machineSpecs(t, img)
 	l.lab.Recorder().Reset()
 	plan := &provider.Plan{}
-	got, err := l.cloud.CreateMachines(t.Context(), l.cfg, specs, plan)
+	got, err := l.cloud.CreateMachines(t.Context(), specs, plan)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,7 +318,7 @@ func TestInventory_FindsOwnedServersOnly(t *testing.T) {
 		}
 	}
 	l.lab.Recorder().Reset()
-	inv, err := l.cloud.Inventory(t.Context(), l.cfg)
+	inv, err := l.cloud.Inventory(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -355,7 +356,7 @@ workers:
 	_, created := l.boot(t)
 	t.Logf("created %d servers in %s", len(created), time.Since(start))
 	l.lab.Recorder().Reset()
-	inv, err := l.cloud.Inventory(t.Context(), l.cfg)
+	inv, err := l.cloud.Inventory(t.Context())
 	if err != nil || len(inv.Machines) != 50 {
 		t.Fatalf("Inventory = %d machines, %v", len(inv.Machines), err)
 	}
@@ -376,7 +377,7 @@ func TestCreateMachines_OneServerInErrorDoesNotStopTheOthers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := l.cloud.CreateMachines(t.Context(), l.cfg, l.machineSpecs(t, img), &provider.Plan{})
+	got, err := l.cloud.CreateMachines(t.Context(), l.machineSpecs(t, img), &provider.Plan{})
 	if err == nil || !strings.Contains(err.Error(), "server c-controlplane-02 (") || !strings.Contains(err.Error(), "went to ERROR: Build of instance") {
 		t.Fatalf("err = %v, want c-controlplane-02's Nova fault", err)
 	}
@@ -400,7 +401,7 @@ workers:
 	specs := l.machineSpecs(t, img)
 	specs[0].Config = bytes.Repeat([]byte("#"), 64<<10)
 	l.lab.Recorder().Reset()
-	_, err = l.cloud.CreateMachines(t.Context(), l.cfg, specs, &provider.Plan{})
+	_, err = l.cloud.CreateMachines(t.Context(), specs, &provider.Plan{})
 	for _, want := range []string{
 		`server c-gpu-01: workers.gpu.flavor: flavor "talos.nope" is neither the name nor the id of a flavor of this project`,
 		"server c-controlplane-01: machine config is 65536 bytes, 87384 in base64, over Nova's user_data limit of 65535",
@@ -420,7 +421,7 @@ func TestCreateMachines_DryRunMutatesNothing(t *testing.T) {
 	specs := l.machineSpecs(t, provider.Image{Name: "planned"})
 	l.lab.Recorder().Reset()
 	plan := &provider.Plan{DryRun: true}
-	got, err := l.cloud.CreateMachines(t.Context(), l.cfg, specs, plan)
+	got, err := l.cloud.CreateMachines(t.Context(), specs, plan)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -442,15 +443,18 @@ workers:
     flavor: talos.worker
     disk: 20`)
 	_, created := l.boot(t)
-	inv, err := l.cloud.Inventory(t.Context(), l.cfg)
+	inv, err := l.cloud.Inventory(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The same flavor by id is no change.
 	l.reconfigure(t, "nova", strings.Replace(threeCPs, "talos.cp", `"3"`, 1))
 	l.lab.Recorder().Reset()
-	if err := l.cloud.ValidateMachines(t.Context(), l.cfg, l.cfg.Hostnames(), inv); err != nil {
+	if err := l.cloud.ValidateMachines(t.Context(), l.cfg.Hostnames(), inv); err != nil {
 		t.Fatalf("flavor by id: %v", err)
+	}
+	if m := l.lab.Recorder().Mutations(); len(m) != 0 {
+		t.Errorf("mutations: %+v", m)
 	}
 	l.reconfigure(t, "az2", strings.Replace(threeCPs, "disk: 20", "disk: 40", 1)+`
 workers:
@@ -458,7 +462,8 @@ workers:
     count: 3
     flavor: talos.big
     disk: 20`)
-	err = l.cloud.ValidateMachines(t.Context(), l.cfg, l.cfg.Hostnames(), inv)
+	l.lab.Recorder().Reset() // the next run's token
+	err = l.cloud.ValidateMachines(t.Context(), l.cfg.Hostnames(), inv)
 	want := []string{
 		"controlplane.disk changed from 20 to 40 for existing server(s) c-controlplane-01, c-controlplane-02, c-controlplane-03; boot volumes are create-only on OpenStack: revert controlplane.disk or recreate those machines",
 		"openstack.availability_zone changed from nova to az2 for existing server(s) c-controlplane-01, c-controlplane-02, c-controlplane-03, c-worker-01, c-worker-02; availability zones are create-only on OpenStack: revert openstack.availability_zone or recreate those machines",
@@ -484,19 +489,19 @@ func TestDestroyMachines_DeletesEveryOwnedServerAndWaits(t *testing.T) {
 	t.Parallel()
 	l := newComputeLab(t, labos.Config{DeleteDelay: 60 * time.Millisecond}, threeCPs)
 	l.boot(t)
-	inv, err := l.cloud.Inventory(t.Context(), l.cfg)
+	inv, err := l.cloud.Inventory(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
 	l.lab.Recorder().Reset()
 	dry := &provider.Plan{DryRun: true}
-	if err := l.cloud.DestroyMachines(t.Context(), l.cfg, inv, dry); err != nil || len(dry.Changes()) != 3 {
+	if err := l.cloud.DestroyMachines(t.Context(), inv, dry); err != nil || len(dry.Changes()) != 3 {
 		t.Fatalf("dry run: %v, %+v", err, dry.Changes())
 	}
 	if m := l.lab.Recorder().Mutations(); len(m) != 0 {
 		t.Errorf("dry run mutations: %+v", m)
 	}
-	if err := l.cloud.DestroyMachines(t.Context(), l.cfg, inv, &provider.Plan{}); err != nil {
+	if err := l.cloud.DestroyMachines(t.Context(), inv, &provider.Plan{}); err != nil {
 		t.Fatal(err)
 	}
 	if inv := l.lab.Inventory(); len(inv.Servers) != 0 || len(inv.Volumes) != 0 {

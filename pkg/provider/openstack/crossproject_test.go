@@ -114,13 +114,13 @@ func TestDestroyNetwork_AnAdminOfAnotherProjectDeletesNothingOfIt(t *testing.T) 
 		// its marker names no project.
 		l.createForeignNetwork(t, "c-net-old", "managed-by=taloscluster cluster=c")
 		before := l.lab.Snapshot()
-		other, cfg := adminSession(t, l.lab, defaultNet.yaml(l.lab.AuthURL(), l.lab.Region()), spy)
+		other, _ := adminSession(t, l.lab, defaultNet.yaml(l.lab.AuthURL(), l.lab.Region()), spy)
 		dry := &provider.Plan{DryRun: true}
-		if err := other.DestroyNetwork(t.Context(), cfg, dry); err != nil {
+		if err := other.DestroyNetwork(t.Context(), dry); err != nil {
 			t.Fatalf("dry-run destroy: %v", err)
 		}
 		plan := &provider.Plan{}
-		if err := other.DestroyNetwork(t.Context(), cfg, plan); err != nil {
+		if err := other.DestroyNetwork(t.Context(), plan); err != nil {
 			t.Fatalf("destroy: %v", err)
 		}
 		if len(dry.Changes())+len(plan.Changes()) != 0 {
@@ -168,12 +168,12 @@ func TestInventory_AnAdminOfAnotherProjectFindsNoneOfItsServers(t *testing.T) {
 	eachScoping(t, func(t *testing.T, spy *scopeSpy) {
 		t.Helper()
 		l := newScaleLab(t, 1)
-		other, cfg := adminSession(t, l.lab, workersNet(1).yaml(l.lab.AuthURL(), l.lab.Region()), spy)
-		inv, err := other.Inventory(t.Context(), cfg)
+		other, _ := adminSession(t, l.lab, workersNet(1).yaml(l.lab.AuthURL(), l.lab.Region()), spy)
+		inv, err := other.Inventory(t.Context())
 		if err != nil || len(inv.Machines) != 0 {
 			t.Errorf("the admin-project inventory = %v (%v), want none of project demo's servers", inv, err)
 		}
-		st, err := other.Status(t.Context(), cfg)
+		st, err := other.Status(t.Context())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -189,10 +189,10 @@ func TestDeleteMachine_TouchesNothingOfAnotherProject(t *testing.T) {
 		t.Helper()
 		l := newScaleLab(t, 1)
 		w1 := l.machine(t, "c-worker-01")
-		other, cfg := adminSession(t, l.lab, workersNet(1).yaml(l.lab.AuthURL(), l.lab.Region()), spy)
+		other, _ := adminSession(t, l.lab, workersNet(1).yaml(l.lab.AuthURL(), l.lab.Region()), spy)
 		before := l.lab.Snapshot()
 		plan := &provider.Plan{}
-		err := other.DeleteMachine(t.Context(), cfg, w1, plan)
+		err := other.DeleteMachine(t.Context(), w1, plan)
 		if err == nil || !strings.Contains(err.Error(), "refusing to delete server c-worker-01 ("+w1.ID+"): it is of project ") || len(plan.Changes()) != 0 {
 			t.Errorf("admin-project delete of demo's %s: %v (changes %v), want the refusal", w1.ID, err, changeNames(plan.Changes()))
 		}
@@ -200,7 +200,7 @@ func TestDeleteMachine_TouchesNothingOfAnotherProject(t *testing.T) {
 		// looked up by name, and demo's are not the admin's.
 		gone := provider.Machine{Hostname: "c-worker-01", ID: "00000000-0000-0000-0000-000000000000"}
 		plan = &provider.Plan{}
-		if err := other.DeleteMachine(t.Context(), cfg, gone, plan); err != nil || len(plan.Changes()) != 0 {
+		if err := other.DeleteMachine(t.Context(), gone, plan); err != nil || len(plan.Changes()) != 0 {
 			t.Errorf("admin-project delete of a gone c-worker-01: %v (changes %v), want nothing to do", err, changeNames(plan.Changes()))
 		}
 		if diff := inventory.Diff(before, l.lab.Snapshot()); len(diff) != 0 {
@@ -216,7 +216,7 @@ func TestInventory_KeepsAnOlderTaloscsServerAndNotOneTaggedForAnotherProject(t *
 	l := newScaleLab(t, 1)
 	l.server(t, "c-worker-02", "", nodeTags("c-worker-02", "worker"))
 	l.server(t, "c-worker-03", "", append(nodeTags("c-worker-03", "gpu"), "project=0123456789abcdef0123456789abcdef"))
-	inv, err := l.cloud.Inventory(t.Context(), l.spec.Cluster)
+	inv, err := l.cloud.Inventory(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,8 @@ import (
 // several owned servers of one name, the one in use is listed and the
 // others are kept for ReconcileMachines or DestroyMachines to delete
 // (oneServerPerName).
-func (c *Cloud) Inventory(ctx context.Context, cluster *config.Cluster) (*provider.Inventory, error) {
+func (c *Cloud) Inventory(ctx context.Context) (*provider.Inventory, error) {
+	cluster := c.cluster
 	list, err := c.ownedServers(ctx, cluster.Name)
 	if err != nil {
 		return nil, err

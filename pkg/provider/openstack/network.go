@@ -129,4 +129,4 @@ func (inv *netInventory) vipFor(m provider.MachineNet) netip.Addr {
 
 // ValidateTeardown has nothing to check on OpenStack: every owned network
 // resource can be deleted once the servers are gone.
-func (c *Cloud) ValidateTeardown(context.Context, *config.Cluster) error { return nil }
+func (c *Cloud) ValidateTeardown(context.Context) error { return nil }

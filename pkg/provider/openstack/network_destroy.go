@@ -14,7 +14,6 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
 	"github.com/gophercloud/gophercloud/v2/pagination"
 
-	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/provider"
 )
 
@@ -31,7 +30,8 @@ type doomed struct {
 // IPs, ports, router interfaces, routers, subnets, networks, security
 // groups. The reads come first; a port still bound to a server (the nodes
 // phase deletes servers before the network) fails before any change.
-func (c *Cloud) DestroyNetwork(ctx context.Context, cluster *config.Cluster, plan *provider.Plan) error {
+func (c *Cloud) DestroyNetwork(ctx context.Context, plan *provider.Plan) error {
+	cluster := c.cluster
 	all, err := c.readOwnedNetwork(ctx, cluster.Name)
 	if err != nil {
 		return err

@@ -266,7 +266,7 @@ func TestValidateMachines_RefusesASubnetCIDRChangeBeforeAnyMutation(t *testing.T
 	l.configure(t, c)
 	l.rec.Reset()
 	cfg := l.spec.Cluster
-	err := l.cloud.ValidateMachines(t.Context(), cfg, cfg.Hostnames(), &provider.Inventory{})
+	err := l.cloud.ValidateMachines(t.Context(), cfg.Hostnames(), &provider.Inventory{})
 	if err == nil || !strings.Contains(err.Error(), "network.cluster.cidr is 127.17.0.0/24 but subnet c-subnet (") ||
 		!strings.Contains(err.Error(), "has 127.16.0.0/24, and Neutron cannot change a subnet's cidr") {
 		t.Fatalf("err = %v, want the cidr refusal", err)
@@ -275,7 +275,7 @@ func TestValidateMachines_RefusesASubnetCIDRChangeBeforeAnyMutation(t *testing.T
 		t.Errorf("validation made %d mutating calls: %v", len(m), m)
 	}
 	l.configure(t, defaultNet)
-	if err := l.cloud.ValidateMachines(t.Context(), l.spec.Cluster, cfg.Hostnames(), &provider.Inventory{}); err != nil {
+	if err := l.cloud.ValidateMachines(t.Context(), cfg.Hostnames(), &provider.Inventory{}); err != nil {
 		t.Errorf("unchanged cidr refused: %v", err)
 	}
 }
@@ -296,7 +296,7 @@ func TestNetwork_RandomLostAnswersConvergeAndDestroyExactly(t *testing.T) {
 	clean := newNetLab(t, labos.Config{}, openstack.Options{}, defaultNet)
 	clean.reconcile(t, false)
 	built := clean.lab.Snapshot()
-	if err := clean.cloud.DestroyNetwork(t.Context(), clean.spec.Cluster, &provider.Plan{}); err != nil {
+	if err := clean.cloud.DestroyNetwork(t.Context(), &provider.Plan{}); err != nil {
 		t.Fatal(err)
 	}
 	destroyed := clean.lab.Snapshot()
@@ -323,7 +323,7 @@ func TestNetwork_RandomLostAnswersConvergeAndDestroyExactly(t *testing.T) {
 				t.Errorf("built inventory differs from a fault-free build's:\n%s\n%s", strings.Join(diff, "\n"), l.logs)
 			}
 			inj.Set(lossy)
-			retried(t, "destroy", func() error { return l.cloud.DestroyNetwork(t.Context(), l.spec.Cluster, &provider.Plan{}) })
+			retried(t, "destroy", func() error { return l.cloud.DestroyNetwork(t.Context(), &provider.Plan{}) })
 			inj.Set(labnet.Knobs{})
 			if diff := inventory.Diff(destroyed, l.lab.Snapshot()); len(diff) != 0 {
 				t.Errorf("inventory after destroy differs from a fault-free destroy's:\n%s", strings.Join(diff, "\n"))

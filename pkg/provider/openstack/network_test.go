@@ -86,6 +86,8 @@ type netLab struct {
 	cred  labos.AppCredential
 	logs  *syncBuffer
 	spec  provider.NetworkSpec
+	// opts are the Options every configure connects with.
+	opts openstack.Options
 }
 
 type syncBuffer struct {
@@ -124,14 +126,12 @@ func newNetLab(t *testing.T, cfg labos.Config, o openstack.Options, c netCluster
 		t.Fatal(err)
 	}
 	l := &netLab{lab: lab, rec: cfg.Recorder, dir: t.TempDir(), cred: cred, logs: &syncBuffer{}}
-	l.configure(t, c)
 	o.Poll, o.Logf = 20*time.Millisecond, l.logs.printf
 	if o.RequestTimeout == 0 {
 		o.RequestTimeout = 5 * time.Second
 	}
-	if l.cloud, err = openstack.Connect(t.Context(), l.spec.Cluster, o); err != nil {
-		t.Fatal(err)
-	}
+	l.opts = o
+	l.configure(t, c)
 	l.rec.Reset()
 	return l
 }
@@ -153,7 +153,8 @@ func loadCluster(t *testing.T, dir, clusterYAML string, cred labos.AppCredential
 	return cfg
 }
 
-// configure writes cluster.yaml and reloads it, as a user's edit does.
+// configure writes cluster.yaml, reloads it and connects for it, as a
+// user's edit and the next run do.
 func (l *netLab) configure(t *testing.T, c netCluster) {
 	t.Helper()
 	cfg := loadCluster(t, l.dir, c.yaml(l.lab.AuthURL(), l.lab.Region()), l.cred)
@@ -162,6 +163,10 @@ func (l *netLab) configure(t *testing.T, c netCluster) {
 		spec.Machines = append(spec.Machines, provider.MachineNet{Hostname: m.Hostname, Role: m.Role, Pool: m.Pool})
 	}
 	l.spec = spec
+	var err error
+	if l.cloud, err = openstack.Connect(t.Context(), cfg, l.opts); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func (l *netLab) reconcile(t *testing.T, dryRun bool) (*provider.NetworkResult, []state.Change) {
@@ -422,11 +427,11 @@ func TestDestroyNetwork_LeavesNothingOwned(t *testing.T) {
 	l := newNetLab(t, labos.Config{}, openstack.Options{}, defaultNet)
 	l.reconcile(t, false)
 	dry := &provider.Plan{DryRun: true}
-	if err := l.cloud.DestroyNetwork(t.Context(), l.spec.Cluster, dry); err != nil {
+	if err := l.cloud.DestroyNetwork(t.Context(), dry); err != nil {
 		t.Fatal(err)
 	}
 	plan := &provider.Plan{}
-	if err := l.cloud.DestroyNetwork(t.Context(), l.spec.Cluster, plan); err != nil {
+	if err := l.cloud.DestroyNetwork(t.Context(), plan); err != nil {
 		t.Fatal(err)
 	}
 	if diff := gocmp.Diff(plan.Changes(), dry.Changes()); diff != "" {
@@ -439,7 +444,7 @@ func TestDestroyNetwork_LeavesNothingOwned(t *testing.T) {
 	if len(plan.Changes()) != 14 {
 		t.Errorf("destroy made %d changes, want 14:\n%s", len(plan.Changes()), strings.Join(changeNames(plan.Changes()), "\n"))
 	}
-	if err := l.cloud.DestroyNetwork(t.Context(), l.spec.Cluster, &provider.Plan{}); err != nil {
+	if err := l.cloud.DestroyNetwork(t.Context(), &provider.Plan{}); err != nil {
 		t.Errorf("second destroy: %v", err)
 	}
 }

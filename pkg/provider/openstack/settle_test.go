@@ -227,7 +227,7 @@ func TestCreateMachines_DeletesTheUnusedOfTwoOwnedServersOfOneName(t *testing.T)
 	t.Parallel()
 	l, specs, twin := duplicateLab(t)
 	plan := &provider.Plan{}
-	got, err := l.cloud.CreateMachines(t.Context(), l.cfg, specs, plan)
+	got, err := l.cloud.CreateMachines(t.Context(), specs, plan)
 	if err != nil || len(got) != 3 {
 		t.Fatalf("CreateMachines = %v, %v; want the 3 control planes\n%s", hostnames(got), err, l.logs)
 	}
@@ -259,7 +259,7 @@ func TestCreateMachines_DeletesTheUnusedOfTwoOwnedServersOfOneName(t *testing.T)
 func TestCreateMachines_RefusesTwoOwnedServersWhoseUseCannotBeRead(t *testing.T) {
 	t.Parallel()
 	l, specs, twin := duplicateLab(t, labnet.Fault{Service: labos.Neutron, Method: http.MethodGet, PathPrefix: "/v2.0/ports/", Status: http.StatusForbidden})
-	_, err := l.cloud.CreateMachines(t.Context(), l.cfg, specs, &provider.Plan{})
+	_, err := l.cloud.CreateMachines(t.Context(), specs, &provider.Plan{})
 	var made string
 	for _, s := range l.lab.Inventory().Servers {
 		if s.Name == "c-controlplane-02" && s.ID != twin {
@@ -289,7 +289,7 @@ func TestCreateMachines_AFailedLookAfterALostAnswerFailsWithoutASecondCreate(t *
 		{Service: labos.Nova, Method: http.MethodGet, PathPrefix: "/v2.1/servers/detail", Status: http.StatusForbidden},
 	}})
 	l.lab.Recorder().Reset()
-	_, err = l.cloud.CreateMachines(t.Context(), l.cfg, specs, &provider.Plan{})
+	_, err = l.cloud.CreateMachines(t.Context(), specs, &provider.Plan{})
 	if n := calls(l.lab.Recorder(), http.MethodPost, "/v2.1/servers"); n != 3 {
 		t.Errorf("talosc sent %d server creates for 3 machines, want one each: a failed look is no evidence of 'not made'", n)
 	}

@@ -12,14 +12,14 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
 	"github.com/gophercloud/gophercloud/v2/pagination"
 
-	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/provider"
 )
 
 // Status reports the cloud (never the credential) and counts, by kind,
 // the cluster's owned servers and network resources: one tag-filtered
 // list per kind, nothing changed.
-func (c *Cloud) Status(ctx context.Context, cluster *config.Cluster) (*provider.Status, error) {
+func (c *Cloud) Status(ctx context.Context) (*provider.Status, error) {
+	cluster := c.cluster
 	st := &provider.Status{
 		Summary:   fmt.Sprintf("openstack: %s (region %s, project %s)", c.url, c.region, c.project),
 		Details:   map[string]string{"url": c.url, "region": c.region, "project": c.project},

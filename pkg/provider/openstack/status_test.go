@@ -33,7 +33,7 @@ func TestStatus_CountsOwnedResources(t *testing.T) {
 		}
 	}
 	l.lab.Recorder().Reset()
-	st, err := l.cloud.Status(t.Context(), l.cfg)
+	st, err := l.cloud.Status(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -127,7 +127,7 @@ func TestInventory_KeepsTheServerInUseAndDeletesItsTwinInError(t *testing.T) {
 	clean := newComputeLab(t, labos.Config{}, threeCPs)
 	clean.boot(t)
 	l, twin := twinInError(t)
-	inv, err := l.cloud.Inventory(t.Context(), l.cfg)
+	inv, err := l.cloud.Inventory(t.Context())
 	if err != nil {
 		t.Fatalf("Inventory: %v\n%s", err, l.logs)
 	}
@@ -136,7 +136,7 @@ func TestInventory_KeepsTheServerInUseAndDeletesItsTwinInError(t *testing.T) {
 	}
 	before := l.lab.Snapshot()
 	plan := &provider.Plan{DryRun: true}
-	if err := l.cloud.ReconcileMachines(t.Context(), l.cfg, inv, plan); err != nil {
+	if err := l.cloud.ReconcileMachines(t.Context(), inv, plan); err != nil {
 		t.Fatal(err)
 	}
 	if !deletes(plan, openstack.KindServer, "c-controlplane-02") {
@@ -145,10 +145,10 @@ func TestInventory_KeepsTheServerInUseAndDeletesItsTwinInError(t *testing.T) {
 	if diff := inventory.Diff(before, l.lab.Snapshot()); len(diff) != 0 {
 		t.Errorf("the plan changed the lab:\n%s", strings.Join(diff, "\n"))
 	}
-	if inv, err = l.cloud.Inventory(t.Context(), l.cfg); err != nil {
+	if inv, err = l.cloud.Inventory(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.cloud.ReconcileMachines(t.Context(), l.cfg, inv, &provider.Plan{}); err != nil {
+	if err := l.cloud.ReconcileMachines(t.Context(), inv, &provider.Plan{}); err != nil {
 		t.Fatalf("ReconcileMachines: %v\n%s", err, l.logs)
 	}
 	if diff := inventory.Diff(clean.lab.Snapshot(), l.lab.Snapshot()); len(diff) != 0 {
@@ -159,11 +159,11 @@ func TestInventory_KeepsTheServerInUseAndDeletesItsTwinInError(t *testing.T) {
 func TestDestroyMachines_DeletesTheTwinInErrorToo(t *testing.T) {
 	t.Parallel()
 	l, _ := twinInError(t)
-	inv, err := l.cloud.Inventory(t.Context(), l.cfg)
+	inv, err := l.cloud.Inventory(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.cloud.DestroyMachines(t.Context(), l.cfg, inv, &provider.Plan{}); err != nil {
+	if err := l.cloud.DestroyMachines(t.Context(), inv, &provider.Plan{}); err != nil {
 		t.Fatalf("DestroyMachines: %v\n%s", err, l.logs)
 	}
 	if left := l.lab.Inventory(); len(left.Servers) != 0 || len(left.Volumes) != 0 {
@@ -188,7 +188,7 @@ func TestInventory_RefusesTwoOwnedServersOfOneNameInUse(t *testing.T) {
 		t.Fatal(err)
 	}
 	awaitStatus(t, l, dup.ID, "ACTIVE")
-	_, err = l.cloud.Inventory(t.Context(), l.cfg)
+	_, err = l.cloud.Inventory(t.Context())
 	if err == nil || !strings.Contains(err.Error(), "server c-controlplane-02: 2 owned resources of this name are in use (") ||
 		!strings.Contains(err.Error(), dup.ID) || !strings.Contains(err.Error(), got[1].ID) {
 		t.Fatalf("err = %v, want both servers refused, named", err)
@@ -216,12 +216,12 @@ func TestInventory_DeletesEveryCopyWhenNoneHoldsAPort(t *testing.T) {
 		}
 		awaitStatus(t, l, s.ID, status)
 	}
-	inv, err := l.cloud.Inventory(t.Context(), l.cfg)
+	inv, err := l.cloud.Inventory(t.Context())
 	if err != nil || len(inv.Machines) != 0 {
 		t.Fatalf("Inventory = %+v, %v; want no machine: neither copy carries a node", inv, err)
 	}
 	plan := &provider.Plan{}
-	if err := l.cloud.ReconcileMachines(t.Context(), l.cfg, inv, plan); err != nil {
+	if err := l.cloud.ReconcileMachines(t.Context(), inv, plan); err != nil {
 		t.Fatalf("ReconcileMachines: %v\n%s", err, l.logs)
 	}
 	if n := len(plan.Changes()); n != 2 {

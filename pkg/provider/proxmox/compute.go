@@ -57,7 +57,8 @@ type vmJob struct {
 // reads the same), creates each VM with its cidata ISO, configures its
 // firewall and starts it. It returns the machines it created and every
 // failure, joined.
-func (c *Cloud) CreateMachines(ctx context.Context, cluster *config.Cluster, specs []provider.MachineSpec, plan *provider.Plan) ([]provider.Machine, error) {
+func (c *Cloud) CreateMachines(ctx context.Context, specs []provider.MachineSpec, plan *provider.Plan) ([]provider.Machine, error) {
+	cluster := c.cluster
 	if len(specs) == 0 {
 		return nil, nil
 	}

@@ -23,7 +23,8 @@ import (
 // hard stop (the node was reset), a purging delete that destroys its
 // disks (Proxmox removes the VM's firewall with it), and its cidata ISO.
 // A VM already gone leaves at most its cidata ISO to delete.
-func (c *Cloud) DeleteMachine(ctx context.Context, cluster *config.Cluster, m provider.Machine, plan *provider.Plan) error {
+func (c *Cloud) DeleteMachine(ctx context.Context, m provider.Machine, plan *provider.Plan) error {
+	cluster := c.cluster
 	vm, found, err := c.ownedVM(ctx, cluster, m)
 	if err != nil {
 		return fmt.Errorf("delete VM %s: %w", m.Hostname, err)
@@ -76,7 +77,8 @@ func (c *Cloud) ownedVM(ctx context.Context, cluster *config.Cluster, m provider
 // DestroyMachines deletes every owned VM (stopping it first) with its
 // cidata ISO, at most provider.MaxConcurrent at a time, then the pool when nothing
 // else is left in it.
-func (c *Cloud) DestroyMachines(ctx context.Context, cluster *config.Cluster, inv *provider.Inventory, plan *provider.Plan) error {
+func (c *Cloud) DestroyMachines(ctx context.Context, inv *provider.Inventory, plan *provider.Plan) error {
+	cluster := c.cluster
 	vms, err := targets(inv)
 	if err != nil {
 		return err

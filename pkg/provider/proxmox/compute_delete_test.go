@@ -44,7 +44,7 @@ func TestDeleteMachine_DeletesExactlyOneVMWithItsDisksFirewallAndCidata(t *testi
 	}
 
 	dry := &provider.Plan{DryRun: true}
-	if err := l.cloud.DeleteMachine(t.Context(), l.cfg, w1, dry); err != nil {
+	if err := l.cloud.DeleteMachine(t.Context(), w1, dry); err != nil {
 		t.Fatal(err)
 	}
 	l.noMutations(t)
@@ -57,7 +57,7 @@ func TestDeleteMachine_DeletesExactlyOneVMWithItsDisksFirewallAndCidata(t *testi
 	}
 
 	plan := &provider.Plan{}
-	if err := l.cloud.DeleteMachine(t.Context(), l.cfg, w1, plan); err != nil {
+	if err := l.cloud.DeleteMachine(t.Context(), w1, plan); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(want, summary(plan.Changes())); diff != "" {
@@ -77,7 +77,7 @@ func TestDeleteMachine_DeletesExactlyOneVMWithItsDisksFirewallAndCidata(t *testi
 	// Deleting it again (the answer of the first run lost) is no change.
 	l.srv.Recorder().Reset()
 	again := &provider.Plan{}
-	if err := l.cloud.DeleteMachine(t.Context(), l.cfg, w1, again); err != nil || len(again.Changes()) != 0 {
+	if err := l.cloud.DeleteMachine(t.Context(), w1, again); err != nil || len(again.Changes()) != 0 {
 		t.Errorf("second delete: %v, changes %v", err, summary(again.Changes()))
 	}
 	l.noMutations(t)
@@ -100,7 +100,7 @@ func TestDeleteMachine_VMGoneLeavesOnlyItsCidata(t *testing.T) {
 	before := l.srv.Inventory()
 	l.srv.Recorder().Reset()
 	plan := &provider.Plan{}
-	if err := l.cloud.DeleteMachine(t.Context(), l.cfg, w2, plan); err != nil {
+	if err := l.cloud.DeleteMachine(t.Context(), w2, plan); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{"delete proxmox:cidata c-worker-02 (delete local:iso/" + proxmox.CidataFile("c", w2.Hostname) + ")"}
@@ -140,7 +140,7 @@ func TestDeleteMachine_RefusesAVMItCannotProveOwned(t *testing.T) {
 		{renamed, "delete VM c-worker-09: refusing to delete VM " + w1.ID + ": it is named c-worker-01 now, not c-worker-09; rerun to read the inventory again"},
 	} {
 		plan := &provider.Plan{}
-		err := l.cloud.DeleteMachine(t.Context(), l.cfg, tc.m, plan)
+		err := l.cloud.DeleteMachine(t.Context(), tc.m, plan)
 		if err == nil || err.Error() != tc.want || len(plan.Changes()) != 0 {
 			t.Errorf("delete %+v: %v (changes %v)\nwant %s", tc.m, err, summary(plan.Changes()), tc.want)
 		}
@@ -157,7 +157,7 @@ func TestDestroyMachines_StopsDeletesVMsISOsAndPool(t *testing.T) {
 	machines, _ := l.createCluster(t)
 	inv := l.inventory(t)
 	dry := &provider.Plan{DryRun: true}
-	if err := l.cloud.DestroyMachines(t.Context(), l.cfg, inv, dry); err != nil {
+	if err := l.cloud.DestroyMachines(t.Context(), inv, dry); err != nil {
 		t.Fatal(err)
 	}
 	l.noMutations(t)
@@ -167,7 +167,7 @@ func TestDestroyMachines_StopsDeletesVMsISOsAndPool(t *testing.T) {
 	// One VM is already stopped.
 	l.post(t, "/nodes/"+machines[4].Zone+"/qemu/"+machines[4].ID+"/status/stop", nil)
 	plan := &provider.Plan{}
-	if err := l.cloud.DestroyMachines(t.Context(), l.cfg, inv, plan); err != nil {
+	if err := l.cloud.DestroyMachines(t.Context(), inv, plan); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := summary(plan.Changes()), summary(dry.Changes()); !slices.Equal(got, want) {

@@ -30,7 +30,8 @@ func targets(inv *provider.Inventory) ([]vmTarget, error) {
 // still carrying mtu= on stopped VMs), then starts the stopped VMs, which
 // applies their pending sizing (through plan), at most
 // provider.MaxConcurrent VMs at a time.
-func (c *Cloud) ReconcileMachines(ctx context.Context, cluster *config.Cluster, inv *provider.Inventory, plan *provider.Plan) error {
+func (c *Cloud) ReconcileMachines(ctx context.Context, inv *provider.Inventory, plan *provider.Plan) error {
+	cluster := c.cluster
 	vms, err := targets(inv)
 	if err != nil {
 		return err
@@ -62,7 +63,8 @@ func (c *Cloud) ReconcileMachines(ctx context.Context, cluster *config.Cluster, 
 // FinalizeMachines detaches the boot cdrom (ide2) and detaches (ide3) and
 // deletes the cidata ISO of every owned VM that still has them (reference
 // §3.1 step 15), with one storage listing per node.
-func (c *Cloud) FinalizeMachines(ctx context.Context, cluster *config.Cluster, inv *provider.Inventory, plan *provider.Plan) error {
+func (c *Cloud) FinalizeMachines(ctx context.Context, inv *provider.Inventory, plan *provider.Plan) error {
+	cluster := c.cluster
 	vms, err := targets(inv)
 	if err != nil {
 		return err

@@ -19,7 +19,7 @@ func TestReconcileMachines_SteadyStateThenSecurityChange(t *testing.T) {
 	inv := l.inventory(t)
 	l.srv.Recorder().Reset()
 	plan := &provider.Plan{}
-	if err := l.cloud.ReconcileMachines(t.Context(), l.cfg, inv, plan); err != nil {
+	if err := l.cloud.ReconcileMachines(t.Context(), inv, plan); err != nil {
 		t.Fatal(err)
 	}
 	l.noMutations(t)
@@ -37,12 +37,12 @@ func TestReconcileMachines_SteadyStateThenSecurityChange(t *testing.T) {
 	inv = l.inventory(t)
 	l.srv.Recorder().Reset()
 	dry := &provider.Plan{DryRun: true}
-	if err := l.cloud.ReconcileMachines(t.Context(), l.cfg, inv, dry); err != nil {
+	if err := l.cloud.ReconcileMachines(t.Context(), inv, dry); err != nil {
 		t.Fatal(err)
 	}
 	l.noMutations(t)
 	plan = &provider.Plan{}
-	if err := l.cloud.ReconcileMachines(t.Context(), l.cfg, inv, plan); err != nil {
+	if err := l.cloud.ReconcileMachines(t.Context(), inv, plan); err != nil {
 		t.Fatal(err)
 	}
 	got := summary(plan.Changes())
@@ -82,7 +82,7 @@ func TestReconcileMachines_SteadyStateThenSecurityChange(t *testing.T) {
 	inv = l.inventory(t)
 	l.srv.Recorder().Reset()
 	plan = &provider.Plan{}
-	if err := l.cloud.ReconcileMachines(t.Context(), l.cfg, inv, plan); err != nil {
+	if err := l.cloud.ReconcileMachines(t.Context(), inv, plan); err != nil {
 		t.Fatal(err)
 	}
 	l.noMutations(t)
@@ -95,18 +95,18 @@ func TestValidateMachines_RefusesWhatProxmoxCannotChange(t *testing.T) {
 	inv := l.inventory(t)
 	desired := l.cfg.Hostnames()
 	l.srv.Recorder().Reset()
-	if err := l.cloud.ValidateMachines(t.Context(), l.cfg, desired, inv); err != nil {
+	if err := l.cloud.ValidateMachines(t.Context(), desired, inv); err != nil {
 		t.Fatalf("unchanged: %v", err)
 	}
 	l.cfg.Workers[0].Disk = 40 // growing is fine
-	if err := l.cloud.ValidateMachines(t.Context(), l.cfg, desired, inv); err != nil {
+	if err := l.cloud.ValidateMachines(t.Context(), desired, inv); err != nil {
 		t.Fatalf("disk grow: %v", err)
 	}
 	l.cfg.ControlPlane.Disk = 10
 	l.cfg.Workers[0].Node = "pve2"
 	l.cfg.Proxmox.Storage = "fast"
 	l.cfg.Proxmox.Network.Cluster.Bridge = "vmbr9"
-	err := l.cloud.ValidateMachines(t.Context(), l.cfg, desired, inv)
+	err := l.cloud.ValidateMachines(t.Context(), desired, inv)
 	if err == nil {
 		t.Fatal("no refusal")
 	}
@@ -129,7 +129,7 @@ func TestFinalizeMachines_DetachesAndDeletesCidata(t *testing.T) {
 	machines, _ := l.createCluster(t)
 	inv := l.inventory(t)
 	plan := &provider.Plan{DryRun: true}
-	if err := l.cloud.FinalizeMachines(t.Context(), l.cfg, inv, plan); err != nil {
+	if err := l.cloud.FinalizeMachines(t.Context(), inv, plan); err != nil {
 		t.Fatal(err)
 	}
 	l.noMutations(t)
@@ -137,7 +137,7 @@ func TestFinalizeMachines_DetachesAndDeletesCidata(t *testing.T) {
 		t.Errorf("dry-run changes %v", summary(plan.Changes()))
 	}
 	plan = &provider.Plan{}
-	if err := l.cloud.FinalizeMachines(t.Context(), l.cfg, inv, plan); err != nil {
+	if err := l.cloud.FinalizeMachines(t.Context(), inv, plan); err != nil {
 		t.Fatal(err)
 	}
 	want := "delete proxmox:cidata c-worker-02 (detach ide2, ide3 and delete local:iso/" + proxmox.CidataFile("c", "c-worker-02") + ")"
@@ -168,7 +168,7 @@ func TestFinalizeMachines_DetachesAndDeletesCidata(t *testing.T) {
 	}
 	l.srv.Recorder().Reset()
 	plan = &provider.Plan{}
-	if err := l.cloud.FinalizeMachines(t.Context(), l.cfg, l.inventory(t), plan); err != nil {
+	if err := l.cloud.FinalizeMachines(t.Context(), l.inventory(t), plan); err != nil {
 		t.Fatal(err)
 	}
 	l.noMutations(t)

@@ -50,7 +50,7 @@ func (l *pxLab) createCluster(t *testing.T) ([]provider.Machine, *provider.Plan)
 	specs := l.machineSpecs(t)
 	l.srv.Recorder().Reset()
 	plan := &provider.Plan{}
-	machines, err := l.cloud.CreateMachines(t.Context(), l.cfg, specs, plan)
+	machines, err := l.cloud.CreateMachines(t.Context(), specs, plan)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func (l *pxLab) createCluster(t *testing.T) ([]provider.Machine, *provider.Plan)
 
 func (l *pxLab) inventory(t *testing.T) *provider.Inventory {
 	t.Helper()
-	inv, err := l.cloud.Inventory(t.Context(), l.cfg)
+	inv, err := l.cloud.Inventory(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +242,7 @@ func TestCreateMachines_DryRunPlansEverythingMutatesNothing(t *testing.T) {
 	}
 	l.srv.Recorder().Reset()
 	plan := &provider.Plan{DryRun: true}
-	machines, err := l.cloud.CreateMachines(t.Context(), l.cfg, specs, plan)
+	machines, err := l.cloud.CreateMachines(t.Context(), specs, plan)
 	if err != nil {
 		t.Fatal(err)
 	}

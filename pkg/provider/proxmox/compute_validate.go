@@ -17,7 +17,8 @@ import (
 // moved or retagged) and, with managed SDN, a running address the static
 // layout no longer computes, every one at once. It reads the config of
 // each existing desired VM and mutates nothing.
-func (c *Cloud) ValidateMachines(ctx context.Context, cluster *config.Cluster, desired []config.Machine, inv *provider.Inventory) error {
+func (c *Cloud) ValidateMachines(ctx context.Context, desired []config.Machine, inv *provider.Inventory) error {
+	cluster := c.cluster
 	type existing struct {
 		want config.Machine
 		have provider.Machine

@@ -33,7 +33,7 @@ func TestInventory_ASecondVMOfANameIsDeletedWhenNeverStarted(t *testing.T) {
 				l.post(t, "/nodes/"+node+"/qemu/902/status/start", nil)
 				l.post(t, "/nodes/"+node+"/qemu/902/status/stop", nil)
 			}
-			inv, err := l.cloud.Inventory(t.Context(), l.cfg)
+			inv, err := l.cloud.Inventory(t.Context())
 			if tc.started {
 				want := "Proxmox VM c-controlplane-01: 2 owned resources of this name are in use (VMID " + cp1.ID + " on " + node + ", VMID 902 on " + node + "): talosc cannot tell which to keep"
 				if err == nil || !strings.Contains(err.Error(), want) {
@@ -48,7 +48,7 @@ func TestInventory_ASecondVMOfANameIsDeletedWhenNeverStarted(t *testing.T) {
 				t.Errorf("inventory %+v, want 5 machines, %s as VMID %s", inv.Machines, cp1.Hostname, cp1.ID)
 			}
 			isos := l.srv.Volumes(node, "local")
-			if err := l.cloud.ReconcileMachines(t.Context(), l.cfg, inv, &provider.Plan{}); err != nil {
+			if err := l.cloud.ReconcileMachines(t.Context(), inv, &provider.Plan{}); err != nil {
 				t.Fatal(err)
 			}
 			if vms := l.srv.VMs(); len(vms) != 5 || slices.ContainsFunc(vms, func(v labpx.VMInfo) bool { return v.VMID == 902 }) {

@@ -125,7 +125,8 @@ func ownedMembers(p *poolEntry, cluster string) []vmResource {
 // Inventory runs the environment preflight (once per cluster), then lists
 // the cluster's owned VMs with two pool reads and, for each running VM,
 // one guest-agent read for its address.
-func (c *Cloud) Inventory(ctx context.Context, cluster *config.Cluster) (*provider.Inventory, error) {
+func (c *Cloud) Inventory(ctx context.Context) (*provider.Inventory, error) {
+	cluster := c.cluster
 	if _, err := c.Preflight(ctx, cluster); err != nil {
 		return nil, err
 	}

@@ -203,18 +203,18 @@ func (l *pxLab) lateRun(t *testing.T) (built, destroyed inventory.Snapshot) {
 			t.Fatalf("reconcile: %v\nlog:\n%s", err, l.logs)
 		}
 	}
-	if _, err := l.cloud.CreateMachines(t.Context(), l.cfg, l.machineSpecs(t), &provider.Plan{}); err != nil {
+	if _, err := l.cloud.CreateMachines(t.Context(), l.machineSpecs(t), &provider.Plan{}); err != nil {
 		t.Fatalf("create: %v\nlog:\n%s", err, l.logs)
 	}
-	if err := l.cloud.FinalizeMachines(t.Context(), l.cfg, l.inventory(t), &provider.Plan{}); err != nil {
+	if err := l.cloud.FinalizeMachines(t.Context(), l.inventory(t), &provider.Plan{}); err != nil {
 		t.Fatalf("finalize: %v\nlog:\n%s", err, l.logs)
 	}
 	built = l.srv.Snapshot()
-	if err := l.cloud.DestroyMachines(t.Context(), l.cfg, l.inventory(t), &provider.Plan{}); err != nil {
+	if err := l.cloud.DestroyMachines(t.Context(), l.inventory(t), &provider.Plan{}); err != nil {
 		t.Fatalf("destroy: %v\nlog:\n%s", err, l.logs)
 	}
 	if l.cfg.Proxmox.Network.Cluster.SDN != nil {
-		if err := l.cloud.DestroyNetwork(t.Context(), l.cfg, &provider.Plan{}); err != nil {
+		if err := l.cloud.DestroyNetwork(t.Context(), &provider.Plan{}); err != nil {
 			t.Fatalf("destroy the network: %v\nlog:\n%s", err, l.logs)
 		}
 	}
@@ -231,7 +231,7 @@ func TestLateCreate_ALookThatFailsIsAnErrorNotASecondCreate(t *testing.T) {
 	l, p := lateLab(t, "", lostCall{"VM create", http.MethodPost, qemu, 1},
 		labnet.Fault{Service: labpx.Service, Method: http.MethodGet, PathPrefix: qemu + "/100/config", Nth: 2, Status: http.StatusInternalServerError})
 	specs := l.machineSpecs(t)
-	_, err := l.cloud.CreateMachines(t.Context(), l.cfg, specs[:1], &provider.Plan{})
+	_, err := l.cloud.CreateMachines(t.Context(), specs[:1], &provider.Plan{})
 	if err == nil || !strings.Contains(err.Error(), "; whether it was applied is unknown: read the config of VM 100 on pve1") {
 		t.Fatalf("create: %v, want the unknown outcome\nlog:\n%s", err, l.logs)
 	}
@@ -270,7 +270,7 @@ func TestLateCreate_ARequestNeverAppliedIsNotWaitedFor(t *testing.T) {
 			l := faultLab(t, "", labnet.Fault{Service: labpx.Service, Method: http.MethodPost, PathPrefix: tc.path, Nth: 1, Status: tc.status})
 			specs := l.machineSpecs(t)
 			start := time.Now()
-			_, err := l.cloud.CreateMachines(t.Context(), l.cfg, specs[:1], &provider.Plan{})
+			_, err := l.cloud.CreateMachines(t.Context(), specs[:1], &provider.Plan{})
 			if took := time.Since(start); took >= provider.MinLateWindow/2 {
 				t.Errorf("the create took %v: a request never applied waited for a late create", took)
 			}
@@ -299,7 +299,7 @@ func TestLateCreate_AnOldCidataISOIsNoEvidence(t *testing.T) {
 	t.Parallel()
 	ref := faultLab(t, "")
 	spec := ref.machineSpecs(t)[0]
-	if _, err := ref.cloud.CreateMachines(t.Context(), ref.cfg, []provider.MachineSpec{spec}, &provider.Plan{}); err != nil {
+	if _, err := ref.cloud.CreateMachines(t.Context(), []provider.MachineSpec{spec}, &provider.Plan{}); err != nil {
 		t.Fatal(err)
 	}
 	want := ref.cidataSizes()
@@ -308,7 +308,7 @@ func TestLateCreate_AnOldCidataISOIsNoEvidence(t *testing.T) {
 	spec = l.machineSpecs(t)[0]
 	old := spec
 	old.Config = append(bytes.Repeat([]byte("# an older config\n"), 400), spec.Config...)
-	if _, err := l.cloud.CreateMachines(t.Context(), l.cfg, []provider.MachineSpec{old}, &provider.Plan{}); err != nil {
+	if _, err := l.cloud.CreateMachines(t.Context(), []provider.MachineSpec{old}, &provider.Plan{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, call := range []struct{ method, path string }{{"POST", "/nodes/pve1/qemu/100/status/stop"}, {"DELETE", "/nodes/pve1/qemu/100"}} {
@@ -323,7 +323,7 @@ func TestLateCreate_AnOldCidataISOIsNoEvidence(t *testing.T) {
 	if stale := l.cidataSizes(); len(stale) != 1 || slices.Equal(stale, want) {
 		t.Fatalf("the older ISO: %v, want one of another size than %v", stale, want)
 	}
-	if _, err := l.cloud.CreateMachines(t.Context(), l.cfg, []provider.MachineSpec{spec}, &provider.Plan{}); err != nil {
+	if _, err := l.cloud.CreateMachines(t.Context(), []provider.MachineSpec{spec}, &provider.Plan{}); err != nil {
 		t.Fatalf("create: %v\nlog:\n%s", err, l.logs)
 	}
 	if got := l.cidataSizes(); !slices.Equal(got, want) {

@@ -60,14 +60,14 @@ func (l *pxLab) connectFast(t *testing.T) {
 // It returns the whole inventory after finalize and after destroy.
 func (l *pxLab) lifecycle(t *testing.T) (built, destroyed inventory.Snapshot) {
 	t.Helper()
-	if _, err := l.cloud.CreateMachines(t.Context(), l.cfg, l.machineSpecs(t), &provider.Plan{}); err != nil {
+	if _, err := l.cloud.CreateMachines(t.Context(), l.machineSpecs(t), &provider.Plan{}); err != nil {
 		t.Fatalf("create: %v", err)
 	}
-	if err := l.cloud.FinalizeMachines(t.Context(), l.cfg, l.inventory(t), &provider.Plan{}); err != nil {
+	if err := l.cloud.FinalizeMachines(t.Context(), l.inventory(t), &provider.Plan{}); err != nil {
 		t.Fatalf("finalize: %v", err)
 	}
 	built = l.srv.Snapshot()
-	if err := l.cloud.DestroyMachines(t.Context(), l.cfg, l.inventory(t), &provider.Plan{}); err != nil {
+	if err := l.cloud.DestroyMachines(t.Context(), l.inventory(t), &provider.Plan{}); err != nil {
 		t.Fatalf("destroy: %v", err)
 	}
 	return built, l.srv.Snapshot()
@@ -169,7 +169,7 @@ func TestLostAnswers_SDNEndsAsAFaultFreeRun(t *testing.T) {
 			t.Fatalf("reconcile: %v\nlog:\n%s", err, l.logs)
 		}
 		built = l.srv.Snapshot()
-		if err := l.cloud.DestroyNetwork(t.Context(), l.cfg, &provider.Plan{}); err != nil {
+		if err := l.cloud.DestroyNetwork(t.Context(), &provider.Plan{}); err != nil {
 			t.Fatalf("destroy: %v\nlog:\n%s", err, l.logs)
 		}
 		return built, l.srv.Snapshot()
@@ -219,7 +219,7 @@ func TestCreateMachines_CtrlCStopsACidataUpload(t *testing.T) {
 				}
 				cancel()
 			}()
-			_, err := l.cloud.CreateMachines(ctx, l.cfg, specs[:1], &provider.Plan{})
+			_, err := l.cloud.CreateMachines(ctx, specs[:1], &provider.Plan{})
 			if !errors.Is(err, context.Canceled) {
 				t.Fatalf("create: %v, want context.Canceled", err)
 			}
@@ -246,7 +246,7 @@ func TestCreateMachines_ARunStoppedRightAfterACreateIsAdoptedNextTime(t *testing
 			cancel()
 		}
 	})
-	if _, err := l.cloud.CreateMachines(ctx, l.cfg, specs, &provider.Plan{}); !errors.Is(err, context.Canceled) {
+	if _, err := l.cloud.CreateMachines(ctx, specs, &provider.Plan{}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("interrupted create: %v, want context.Canceled", err)
 	}
 	inv := l.inventory(t)
@@ -265,13 +265,13 @@ func TestCreateMachines_ARunStoppedRightAfterACreateIsAdoptedNextTime(t *testing
 			missing = append(missing, s)
 		}
 	}
-	if err := l.cloud.ReconcileMachines(t.Context(), l.cfg, inv, &provider.Plan{}); err != nil {
+	if err := l.cloud.ReconcileMachines(t.Context(), inv, &provider.Plan{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.cloud.CreateMachines(t.Context(), l.cfg, missing, &provider.Plan{}); err != nil {
+	if _, err := l.cloud.CreateMachines(t.Context(), missing, &provider.Plan{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.cloud.FinalizeMachines(t.Context(), l.cfg, l.inventory(t), &provider.Plan{}); err != nil {
+	if err := l.cloud.FinalizeMachines(t.Context(), l.inventory(t), &provider.Plan{}); err != nil {
 		t.Fatal(err)
 	}
 	if diff := inventory.Diff(want, l.srv.Snapshot()); diff != nil {

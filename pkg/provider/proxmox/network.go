@@ -46,7 +46,8 @@ func (c *Cloud) CurrentNetwork(_ context.Context, spec provider.NetworkSpec) (*p
 // and applies, never the shared controller (sdn_reconcile.go). Destroy
 // calls it after the VMs are gone; ValidateTeardown runs its guards
 // earlier.
-func (c *Cloud) DestroyNetwork(ctx context.Context, cluster *config.Cluster, plan *provider.Plan) error {
+func (c *Cloud) DestroyNetwork(ctx context.Context, plan *provider.Plan) error {
+	cluster := c.cluster
 	if cluster.Proxmox.Network.Cluster.SDN != nil {
 		return c.destroySDN(ctx, cluster, plan)
 	}

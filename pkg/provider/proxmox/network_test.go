@@ -52,7 +52,7 @@ func TestReconcileNetwork_BridgeAttachesOnly(t *testing.T) {
 	if cur, err := l.cloud.CurrentNetwork(t.Context(), spec); err != nil || !cmp.Equal(cur, res, cmpopts.EquateComparable(netip.Addr{})) {
 		t.Errorf("CurrentNetwork = %+v, %v", cur, err)
 	}
-	if err := l.cloud.DestroyNetwork(t.Context(), l.cfg, &provider.Plan{}); err != nil {
+	if err := l.cloud.DestroyNetwork(t.Context(), &provider.Plan{}); err != nil {
 		t.Error(err)
 	}
 	l.noMutations(t)

@@ -27,12 +27,12 @@ func (l *pxLab) put(t *testing.T, m provider.Machine, body map[string]any) {
 func (l *pxLab) restart(t *testing.T, m provider.Machine) {
 	t.Helper()
 	dry := &provider.Plan{DryRun: true}
-	if err := l.cloud.RestartMachine(t.Context(), l.cfg, m, dry); err != nil {
+	if err := l.cloud.RestartMachine(t.Context(), m, dry); err != nil {
 		t.Fatal(err)
 	}
 	l.noMutations(t)
 	plan := &provider.Plan{}
-	if err := l.cloud.RestartMachine(t.Context(), l.cfg, m, plan); err != nil {
+	if err := l.cloud.RestartMachine(t.Context(), m, plan); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{"update proxmox:vm " + m.Hostname + " (restart to apply pending sizing / NIC MTU)"}
@@ -68,7 +68,7 @@ func TestNICMTU_StoppedAtOnceRunningAtRestart(t *testing.T) {
 	l.srv.Recorder().Reset()
 
 	dry := &provider.Plan{DryRun: true}
-	if err := l.cloud.ReconcileMachines(t.Context(), l.cfg, inv, dry); err != nil {
+	if err := l.cloud.ReconcileMachines(t.Context(), inv, dry); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{
@@ -78,13 +78,13 @@ func TestNICMTU_StoppedAtOnceRunningAtRestart(t *testing.T) {
 	if got := summary(dry.Changes()); !slices.Equal(got, want) {
 		t.Errorf("planned changes\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if got, err := l.cloud.PendingRestart(t.Context(), l.cfg, inv); err != nil || !slices.Equal(got, []string{w1.Hostname}) {
+	if got, err := l.cloud.PendingRestart(t.Context(), inv); err != nil || !slices.Equal(got, []string{w1.Hostname}) {
 		t.Errorf("pending restart %v, %v; want the running %s", got, err, w1.Hostname)
 	}
 	l.noMutations(t)
 
 	plan := &provider.Plan{}
-	if err := l.cloud.ReconcileMachines(t.Context(), l.cfg, inv, plan); err != nil {
+	if err := l.cloud.ReconcileMachines(t.Context(), inv, plan); err != nil {
 		t.Fatal(err)
 	}
 	if got := summary(plan.Changes()); !slices.Equal(got, want) {
@@ -111,7 +111,7 @@ func TestNICMTU_StoppedAtOnceRunningAtRestart(t *testing.T) {
 	if got := l.vmConfig(t, w1)["net0"]; got != net0[w1.Hostname] {
 		t.Errorf("restarted VM's net0 %q, want %q", got, net0[w1.Hostname])
 	}
-	if got, err := l.cloud.PendingRestart(t.Context(), l.cfg, l.inventory(t)); err != nil || len(got) != 0 {
+	if got, err := l.cloud.PendingRestart(t.Context(), l.inventory(t)); err != nil || len(got) != 0 {
 		t.Errorf("pending restart after it: %v, %v", got, err)
 	}
 }
@@ -124,7 +124,7 @@ func TestReconcileMachines_WarnsNICWithoutFirewall(t *testing.T) {
 	cp1 := machines[0]
 	l.put(t, cp1, map[string]any{"net0": strings.Replace(l.vmConfig(t, cp1)["net0"], "firewall=1", "firewall=0", 1)})
 	l.srv.Recorder().Reset()
-	if err := l.cloud.ReconcileMachines(t.Context(), l.cfg, l.inventory(t), &provider.Plan{DryRun: true}); err != nil {
+	if err := l.cloud.ReconcileMachines(t.Context(), l.inventory(t), &provider.Plan{DryRun: true}); err != nil {
 		t.Fatal(err)
 	}
 	l.noMutations(t)
@@ -209,7 +209,7 @@ func TestValidateMachines_RefusesNICChanges(t *testing.T) {
 	all := "c-controlplane-01, c-controlplane-02, c-controlplane-03, c-worker-01, c-worker-02"
 	refused := func(wants ...string) {
 		t.Helper()
-		err := l.cloud.ValidateMachines(t.Context(), l.cfg, desired, inv)
+		err := l.cloud.ValidateMachines(t.Context(), desired, inv)
 		if err == nil {
 			t.Fatalf("no refusal, want %q", wants)
 		}
@@ -238,7 +238,7 @@ func TestValidateMachines_RefusesNICChanges(t *testing.T) {
 	l2.createCluster(t)
 	l = l2
 	inv = l.inventory(t)
-	if err := l.cloud.ValidateMachines(t.Context(), l.cfg, desired, inv); err != nil {
+	if err := l.cloud.ValidateMachines(t.Context(), desired, inv); err != nil {
 		t.Fatalf("unchanged: %v", err)
 	}
 	l.cfg.Proxmox.Network.External.Bridge = "vmbr2"
@@ -270,19 +270,19 @@ func TestValidateMachines_RefusesSDNRenumbering(t *testing.T) {
 		}
 	}
 	inv := l.inventory(t)
-	if err := l.cloud.ValidateMachines(t.Context(), l.cfg, l.cfg.Hostnames(), inv); err != nil {
+	if err := l.cloud.ValidateMachines(t.Context(), l.cfg.Hostnames(), inv); err != nil {
 		t.Fatalf("unchanged: %v", err)
 	}
 	// Appending a pool renumbers nothing; inserting one before does.
 	edge := l.cfg.Workers[0]
 	edge.Name = "edge"
 	l.cfg.Workers = append(l.cfg.Workers, edge)
-	if err := l.cloud.ValidateMachines(t.Context(), l.cfg, l.cfg.Hostnames(), inv); err != nil {
+	if err := l.cloud.ValidateMachines(t.Context(), l.cfg.Hostnames(), inv); err != nil {
 		t.Fatalf("pool appended: %v", err)
 	}
 	l.cfg.Workers = []config.Pool{edge, l.cfg.Workers[0]}
 	l.srv.Recorder().Reset()
-	err := l.cloud.ValidateMachines(t.Context(), l.cfg, l.cfg.Hostnames(), inv)
+	err := l.cloud.ValidateMachines(t.Context(), l.cfg.Hostnames(), inv)
 	want := "managed SDN would renumber existing VM(s) (c-worker-01 127.20.0.61 -> 127.20.0.111, c-worker-02 127.20.0.62 -> 127.20.0.112): their running address is not the one the static layout now computes; worker pool changes renumber later pools"
 	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "add new pools after the existing ones") {
 		t.Errorf("refusal %v\nwant %q", err, want)
@@ -296,7 +296,7 @@ func TestValidateMachines_RefusesSDNRenumbering(t *testing.T) {
 	if err := l.srv.SetGuestAgent(vmid(t, w1)); err != nil {
 		t.Fatal(err)
 	}
-	err = l.cloud.ValidateMachines(t.Context(), l.cfg, l.cfg.Hostnames(), l.inventory(t))
+	err = l.cloud.ValidateMachines(t.Context(), l.cfg.Hostnames(), l.inventory(t))
 	want = "managed SDN: the running address of existing VM(s) c-worker-01 is unknown (stopped, or the QEMU guest agent does not answer)"
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("silent agent: %v\nwant %q", err, want)

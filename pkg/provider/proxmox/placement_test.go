@@ -24,7 +24,7 @@ func TestCreateMachines_PinnedPoolAndMemoryExhaustion(t *testing.T) {
 	small := newLab(t, labpx.Options{DatacenterFirewall: true, Nodes: []labpx.Node{{Name: "pve1", MaxMem: 8 << 30}, {Name: "pve2", MaxMem: 8 << 30}}}, nil, labCluster{})
 	specs := small.machineSpecs(t)
 	small.srv.Recorder().Reset()
-	_, err := small.cloud.CreateMachines(t.Context(), small.cfg, specs, &provider.Plan{})
+	_, err := small.cloud.CreateMachines(t.Context(), specs, &provider.Plan{})
 	want := "no Proxmox node has 4 GB available for c-controlplane-03"
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("create on full nodes: %v\nwant %s", err, want)
@@ -37,7 +37,7 @@ func TestCreateMachines_FailedCreateRemovesItsCidata(t *testing.T) {
 	l := newLab(t, twoNodes(), nil, labCluster{})
 	specs := l.machineSpecs(t)[:2]
 	l.srv.FailTasks(labpx.TaskFault{Type: "qmcreate", Nth: 1, ExitStatus: "unable to create VM: out of space"})
-	machines, err := l.cloud.CreateMachines(t.Context(), l.cfg, specs, &provider.Plan{})
+	machines, err := l.cloud.CreateMachines(t.Context(), specs, &provider.Plan{})
 	if err == nil || !strings.Contains(err.Error(), "out of space") || len(machines) != 1 {
 		t.Fatalf("machines %+v, err %v", machines, err)
 	}

@@ -22,14 +22,14 @@ func TestPool_ForeignSameNamedPoolIsNeverAdoptedChangedOrDeleted(t *testing.T) {
 	const refusal = `refusing to adopt the Proxmox pool taloscluster-c: its comment is "team b's pool", not "managed-by=taloscluster cluster=c", so talosc does not own it`
 	stale := provider.Machine{Hostname: "c-controlplane-01", ID: "900", Zone: "pve1", Role: "controlplane", Pool: "controlplane"}
 	for name, run := range map[string]func() error{
-		"inventory": func() error { _, err := l.cloud.Inventory(t.Context(), l.cfg); return err },
+		"inventory": func() error { _, err := l.cloud.Inventory(t.Context()); return err },
 		"create": func() error {
-			_, err := l.cloud.CreateMachines(t.Context(), l.cfg, specs, &provider.Plan{})
+			_, err := l.cloud.CreateMachines(t.Context(), specs, &provider.Plan{})
 			return err
 		},
-		"delete": func() error { return l.cloud.DeleteMachine(t.Context(), l.cfg, stale, &provider.Plan{}) },
+		"delete": func() error { return l.cloud.DeleteMachine(t.Context(), stale, &provider.Plan{}) },
 		"destroy": func() error {
-			return l.cloud.DestroyMachines(t.Context(), l.cfg, &provider.Inventory{}, &provider.Plan{})
+			return l.cloud.DestroyMachines(t.Context(), &provider.Inventory{}, &provider.Plan{})
 		},
 	} {
 		if err := run(); err == nil || !strings.Contains(err.Error(), refusal) {

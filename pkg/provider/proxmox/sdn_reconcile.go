@@ -327,7 +327,8 @@ func (c *Cloud) verifyVNet(ctx context.Context, vnet string, env *Environment) e
 // changing anything, so destroy can refuse before it deletes any VM
 // (reference §3.3): other administrators' pending SDN changes, or pending
 // changes on the shared controller. It is nil without managed SDN.
-func (c *Cloud) ValidateTeardown(ctx context.Context, cluster *config.Cluster) error {
+func (c *Cloud) ValidateTeardown(ctx context.Context) error {
+	cluster := c.cluster
 	if cluster.Proxmox == nil || cluster.Proxmox.Network.Cluster.SDN == nil {
 		return nil
 	}

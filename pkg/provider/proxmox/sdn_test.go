@@ -80,12 +80,12 @@ func TestSDN_BuildRerunDestroy(t *testing.T) {
 	l.noMutations(t)
 
 	dry := &provider.Plan{DryRun: true}
-	if err := l.cloud.DestroyNetwork(t.Context(), l.cfg, dry); err != nil {
+	if err := l.cloud.DestroyNetwork(t.Context(), dry); err != nil {
 		t.Fatal(err)
 	}
 	l.noMutations(t)
 	destroy := &provider.Plan{}
-	if err := l.cloud.DestroyNetwork(t.Context(), l.cfg, destroy); err != nil {
+	if err := l.cloud.DestroyNetwork(t.Context(), destroy); err != nil {
 		t.Fatal(err)
 	}
 	wantDestroy := []string{
@@ -138,12 +138,12 @@ func TestSDN_ForeignPendingRefused(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("converge (dry run %v): err = %v, want %q", dry, err, want)
 		}
-		err = l.cloud.DestroyNetwork(t.Context(), l.cfg, &provider.Plan{DryRun: dry})
+		err = l.cloud.DestroyNetwork(t.Context(), &provider.Plan{DryRun: dry})
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("destroy (dry run %v): err = %v, want %q", dry, err, want)
 		}
 	}
-	if err := l.cloud.ValidateTeardown(t.Context(), l.cfg); err == nil || !strings.Contains(err.Error(), want) {
+	if err := l.cloud.ValidateTeardown(t.Context()); err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("ValidateTeardown: err = %v", err)
 	}
 	l.noMutations(t)
@@ -171,7 +171,7 @@ func TestSDN_AdoptionAndControllerRefusals(t *testing.T) {
 	}
 	// Destroy keeps the zone holding the foreign VNet.
 	plan := &provider.Plan{DryRun: true}
-	if err := l.cloud.DestroyNetwork(t.Context(), l.cfg, plan); err != nil {
+	if err := l.cloud.DestroyNetwork(t.Context(), plan); err != nil {
 		t.Fatal(err)
 	}
 	if got := kinds(plan); !cmp.Equal(got, []string{
@@ -186,7 +186,7 @@ func TestSDN_AdoptionAndControllerRefusals(t *testing.T) {
 	if err := l.srv.StageSDN(labpx.SDNControllers, "evpnctl", ctl); err != nil {
 		t.Fatal(err)
 	}
-	err = l.cloud.DestroyNetwork(t.Context(), l.cfg, &provider.Plan{})
+	err = l.cloud.DestroyNetwork(t.Context(), &provider.Plan{})
 	if want := "refusing to commit pending SDN state on the shared controller evpnctl (changed)"; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("controller: err = %v, want %q", err, want)
 	}

@@ -185,7 +185,8 @@ func (c *Cloud) resizeDisk(ctx context.Context, vm vmTarget, gb int) error {
 // that has not written them yet, cores, memory or disk growth that
 // ReconcileMachines is about to make. Stopped VMs need none: the start
 // that ReconcileMachines plans applies everything.
-func (c *Cloud) PendingRestart(ctx context.Context, cluster *config.Cluster, inv *provider.Inventory) ([]string, error) {
+func (c *Cloud) PendingRestart(ctx context.Context, inv *provider.Inventory) ([]string, error) {
+	cluster := c.cluster
 	vms, err := targets(inv)
 	if err != nil {
 		return nil, err
@@ -225,7 +226,7 @@ func (c *Cloud) PendingRestart(ctx context.Context, cluster *config.Cluster, inv
 // would not), or starts it when it is stopped, through plan. Right before
 // it, NICs still carrying mtu= are rewritten to inherit the bridge MTU;
 // after it, the TagPendingResize tag is cleared.
-func (c *Cloud) RestartMachine(ctx context.Context, _ *config.Cluster, m provider.Machine, plan *provider.Plan) error {
+func (c *Cloud) RestartMachine(ctx context.Context, m provider.Machine, plan *provider.Plan) error {
 	node, vmid, err := vmRef(m)
 	if err != nil {
 		return err

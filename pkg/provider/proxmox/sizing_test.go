@@ -15,7 +15,7 @@ func TestReconcileMachines_SizingDriftPendingUntilRestart(t *testing.T) {
 	l := newLab(t, twoNodes(), nil, labCluster{})
 	machines, _ := l.createCluster(t)
 	inv := l.inventory(t)
-	if got, err := l.cloud.PendingRestart(t.Context(), l.cfg, inv); err != nil || len(got) != 0 {
+	if got, err := l.cloud.PendingRestart(t.Context(), inv); err != nil || len(got) != 0 {
 		t.Fatalf("pending after create: %v, %v", got, err)
 	}
 
@@ -24,16 +24,16 @@ func TestReconcileMachines_SizingDriftPendingUntilRestart(t *testing.T) {
 	l.cfg.ControlPlane.Cores = 4
 	l.srv.Recorder().Reset()
 	dry := &provider.Plan{DryRun: true}
-	if err := l.cloud.ReconcileMachines(t.Context(), l.cfg, inv, dry); err != nil {
+	if err := l.cloud.ReconcileMachines(t.Context(), inv, dry); err != nil {
 		t.Fatal(err)
 	}
 	all := []string{"c-controlplane-01", "c-controlplane-02", "c-controlplane-03", "c-worker-01", "c-worker-02"}
-	if got, err := l.cloud.PendingRestart(t.Context(), l.cfg, inv); err != nil || !slices.Equal(got, all) {
+	if got, err := l.cloud.PendingRestart(t.Context(), inv); err != nil || !slices.Equal(got, all) {
 		t.Errorf("pending in the plan: %v, %v", got, err)
 	}
 	l.noMutations(t)
 	plan := &provider.Plan{}
-	if err := l.cloud.ReconcileMachines(t.Context(), l.cfg, inv, plan); err != nil {
+	if err := l.cloud.ReconcileMachines(t.Context(), inv, plan); err != nil {
 		t.Fatal(err)
 	}
 	got := summary(plan.Changes())
@@ -85,14 +85,14 @@ func TestReconcileMachines_SizingDriftPendingUntilRestart(t *testing.T) {
 	}
 	l.srv.Recorder().Reset()
 	plan = &provider.Plan{}
-	if err := l.cloud.ReconcileMachines(t.Context(), l.cfg, inv, plan); err != nil {
+	if err := l.cloud.ReconcileMachines(t.Context(), inv, plan); err != nil {
 		t.Fatal(err)
 	}
 	l.noMutations(t)
 	if len(plan.Changes()) != 0 {
 		t.Errorf("re-run changes %v", summary(plan.Changes()))
 	}
-	pending, err := l.cloud.PendingRestart(t.Context(), l.cfg, inv)
+	pending, err := l.cloud.PendingRestart(t.Context(), inv)
 	if err != nil || !slices.Equal(pending, all) {
 		t.Errorf("pending: %v, %v", pending, err)
 	}
@@ -114,7 +114,7 @@ func TestReconcileMachines_SizingDriftPendingUntilRestart(t *testing.T) {
 	if reboots != 1 {
 		t.Errorf("%d reboot calls, want 1", reboots)
 	}
-	pending, err = l.cloud.PendingRestart(t.Context(), l.cfg, l.inventory(t))
+	pending, err = l.cloud.PendingRestart(t.Context(), l.inventory(t))
 	if err != nil || !slices.Equal(pending, slices.DeleteFunc(slices.Clone(all), func(h string) bool { return h == "c-worker-01" })) {
 		t.Errorf("pending after one restart: %v, %v", pending, err)
 	}
@@ -123,7 +123,7 @@ func TestReconcileMachines_SizingDriftPendingUntilRestart(t *testing.T) {
 	w2, _ := inv.Find("c-worker-02")
 	l.post(t, "/nodes/"+w2.Zone+"/qemu/"+w2.ID+"/status/stop", nil)
 	plan = &provider.Plan{}
-	if err := l.cloud.ReconcileMachines(t.Context(), l.cfg, l.inventory(t), plan); err != nil {
+	if err := l.cloud.ReconcileMachines(t.Context(), l.inventory(t), plan); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := summary(plan.Changes()), []string{
@@ -135,14 +135,14 @@ func TestReconcileMachines_SizingDriftPendingUntilRestart(t *testing.T) {
 	if vm, _ := l.srv.VM(vmid(t, w2)); len(vm.Pending) != 0 || vm.Config["memory"] != "8192" || strings.Contains(vm.Config["tags"], proxmox.TagPendingResize) {
 		t.Errorf("started VM: pending %v, memory %q, tags %q", vm.Pending, vm.Config["memory"], vm.Config["tags"])
 	}
-	pending, err = l.cloud.PendingRestart(t.Context(), l.cfg, l.inventory(t))
+	pending, err = l.cloud.PendingRestart(t.Context(), l.inventory(t))
 	if err != nil || !slices.Equal(pending, all[:3]) {
 		t.Errorf("pending after the start: %v, %v", pending, err)
 	}
 
 	// Shrinking the disk stays refused.
 	l.cfg.Workers[0].Disk = 30
-	if err := l.cloud.ValidateMachines(t.Context(), l.cfg, l.cfg.Hostnames(), l.inventory(t)); err == nil || !strings.Contains(err.Error(), "workers.worker.disk changed from 40 to 30") {
+	if err := l.cloud.ValidateMachines(t.Context(), l.cfg.Hostnames(), l.inventory(t)); err == nil || !strings.Contains(err.Error(), "workers.worker.disk changed from 40 to 30") {
 		t.Errorf("shrink: %v", err)
 	}
 }

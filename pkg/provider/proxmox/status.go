@@ -8,13 +8,13 @@ import (
 
 	goproxmox "github.com/luthermonson/go-proxmox"
 
-	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/provider"
 )
 
 // Status reports the Proxmox cluster (never the token) and counts the
 // cluster's owned VMs and its pool; it only reads.
-func (c *Cloud) Status(ctx context.Context, cluster *config.Cluster) (*provider.Status, error) {
+func (c *Cloud) Status(ctx context.Context) (*provider.Status, error) {
+	cluster := c.cluster
 	var nodes goproxmox.NodeStatuses
 	if err := c.client.Get(ctx, "/nodes", &nodes); err != nil {
 		return nil, fmt.Errorf("proxmox: list the nodes: %w", err)

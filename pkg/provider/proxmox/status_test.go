@@ -14,7 +14,7 @@ func TestStatus_ReportsNodesAndOwnedResources(t *testing.T) {
 	o := twoNodes()
 	o.Nodes = append(o.Nodes, labpx.Node{Name: "pve3", Offline: true})
 	l := newLab(t, o, nil, labCluster{})
-	st, err := l.cloud.Status(t.Context(), l.cfg)
+	st, err := l.cloud.Status(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,18 +28,18 @@ func TestVMConfig_ReadOncePerRunAgainAfterAMutation(t *testing.T) {
 	l.createCluster(t)
 	inv := l.inventory(t)
 	l.srv.Recorder().Reset()
-	for range 2 { // a converge validates in its first phase and again in the nodes phase
-		if err := l.cloud.ValidateMachines(t.Context(), l.cfg, l.cfg.Hostnames(), inv); err != nil {
+	for range 2 { // a converge validates at the head of its pipe and again in the nodes phase
+		if err := l.cloud.ValidateMachines(t.Context(), l.cfg.Hostnames(), inv); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := l.cloud.ReconcileMachines(t.Context(), l.cfg, inv, &provider.Plan{DryRun: true}); err != nil {
+	if err := l.cloud.ReconcileMachines(t.Context(), inv, &provider.Plan{DryRun: true}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.cloud.PendingRestart(t.Context(), l.cfg, inv); err != nil {
+	if _, err := l.cloud.PendingRestart(t.Context(), inv); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.cloud.FinalizeMachines(t.Context(), l.cfg, inv, &provider.Plan{DryRun: true}); err != nil {
+	if err := l.cloud.FinalizeMachines(t.Context(), inv, &provider.Plan{DryRun: true}); err != nil {
 		t.Fatal(err)
 	}
 	l.noMutations(t)
@@ -48,11 +48,11 @@ func TestVMConfig_ReadOncePerRunAgainAfterAMutation(t *testing.T) {
 	}
 
 	l.cfg.Workers[0].Cores = 4
-	if err := l.cloud.ReconcileMachines(t.Context(), l.cfg, inv, &provider.Plan{}); err != nil {
+	if err := l.cloud.ReconcileMachines(t.Context(), inv, &provider.Plan{}); err != nil {
 		t.Fatal(err)
 	}
 	l.srv.Recorder().Reset()
-	pending, err := l.cloud.PendingRestart(t.Context(), l.cfg, inv)
+	pending, err := l.cloud.PendingRestart(t.Context(), inv)
 	if err != nil || len(pending) != 2 {
 		t.Errorf("pending %v, %v; want both workers", pending, err)
 	}
