@@ -47,17 +47,17 @@ func (r *run) scaleDown(ctx context.Context) error {
 			r.obs.leaving[d.host] = d.address
 		}
 	}
-	if err := r.execute(ctx, rollout{what: "removing control plane"}, ops); err != nil {
-		return err
-	}
-	if r.in.DryRun {
-		return nil
-	}
+	return r.execute(ctx, policy{what: "removing control plane", barrier: barrier{between: true}, after: r.afterScaleDown}, ops)
+}
+
+// afterScaleDown refreshes the view: the removed nodes and machines are
+// gone.
+func (r *run) afterScaleDown(ctx context.Context) error {
 	r.obs.refreshNodes(ctx)
 	if err := r.obs.refreshInventory(ctx); err != nil {
 		return err
 	}
-	r.out.Machines = r.obs.inv.Machines // the removed ones are gone
+	r.out.Machines = r.obs.inv.Machines
 	return nil
 }
 
@@ -102,20 +102,17 @@ func (r *run) removalFacts(rm preflight.Removal) removalFacts {
 func (r *run) removalOp(d removal) op {
 	o := op{host: d.host, controlPlane: d.controlPlane}
 	if d.drain {
-		o.actions = append(o.actions, action{
-			change: state.Change{Action: state.ActionUpdate, Kind: KindKubeNode, Name: d.host, Detail: "drain: cordon, evict its pods (PodDisruptionBudgets respected)", Disruption: state.DisruptionServiceRestart},
-			fn:     func(ctx context.Context) error { return r.drain(ctx, d) },
-		})
+		o.actions = append(o.actions, r.drainAction(d.host, r.drainFailed(d)))
 	}
 	if d.reset {
 		o.actions = append(o.actions, action{
-			change: state.Change{Action: state.ActionDelete, Kind: KindTalosNode, Name: d.host, Detail: "graceful reset: leave etcd, wipe, shut down"},
+			change: &state.Change{Action: state.ActionDelete, Kind: KindTalosNode, Name: d.host, Detail: "graceful reset: leave etcd, wipe, shut down"},
 			fn:     func(ctx context.Context) error { return r.reset(ctx, d) },
 		})
 	}
 	if d.deleteNode {
 		o.actions = append(o.actions, action{
-			change: state.Change{Action: state.ActionDelete, Kind: KindKubeNode, Name: d.host, Detail: "the Kubernetes Node object"},
+			change: &state.Change{Action: state.ActionDelete, Kind: KindKubeNode, Name: d.host, Detail: "the Kubernetes Node object"},
 			fn: func(ctx context.Context) error {
 				kc, err := r.obs.kubeClient()
 				if err != nil {
@@ -133,25 +130,23 @@ func (r *run) removalOp(d removal) op {
 		})
 	}
 	if m, ok := r.obs.inv.Find(d.host); ok && d.deleteMachine {
-		o.actions = append(o.actions, action{provider: func(ctx context.Context) error {
+		o.actions = append(o.actions, action{fn: func(ctx context.Context) error {
 			return r.cloud.DeleteMachine(ctx, r.cfg, m, r.plan)
 		}})
 	}
 	return o
 }
 
-// drain drains the node; a failure is fatal unless the node is NotReady
-// (I-S4: a Ready or unknown node may be live).
-func (r *run) drain(ctx context.Context, d removal) error {
-	err := r.drainNode(ctx, d.host)
-	if err == nil {
-		return nil
+// drainFailed: a failed drain is fatal unless the node is NotReady (I-S4:
+// a Ready or unknown node may be live).
+func (r *run) drainFailed(d removal) func(error) error {
+	return func(err error) error {
+		if d.kube == kubeNotReady {
+			r.in.Out.Warn("drain of %s failed (%v); it is NotReady, going on", d.host, err)
+			return nil
+		}
+		return fmt.Errorf("drain of %s failed and node is %s; aborting to protect a potentially live node: %w", d.host, d.kube, err)
 	}
-	if d.kube == kubeNotReady {
-		r.in.Out.Warn("drain of %s failed (%v); it is NotReady, going on", d.host, err)
-		return nil
-	}
-	return fmt.Errorf("drain of %s failed and node is %s; aborting to protect a potentially live node: %w", d.host, d.kube, err)
 }
 
 // drainNode cordons host and evicts its pods (kubectl drain
@@ -187,12 +182,9 @@ func (r *run) reset(ctx context.Context, d removal) error {
 		return err
 	}
 	if d.controlPlane {
-		// Hand etcd leadership away first, so the member leaving is not
-		// the leader (Omni's graceful leave); Talos's own leave would
-		// cope, at the cost of an election mid-leave.
-		if ferr := c.EtcdForfeitLeadership(ctx, d.address); ferr != nil {
-			r.in.Out.Warn("%s: etcd leadership not handed over (%v); its reset leaves etcd anyway", d.host, ferr)
-		}
+		// Talos's own leave would cope, at the cost of an election
+		// mid-leave.
+		r.forfeitLeadership(ctx, c, d.host, d.address, "its reset leaves etcd anyway")
 	}
 	r.in.Out.Info("resetting %s", d.host)
 	err = c.Reset(ctx, d.address, talosapi.ResetOptions{

@@ -22,9 +22,7 @@ func (r *run) rebootInto(ctx context.Context, u talosUpgrade) error {
 		return err
 	}
 	if m.Role == config.RoleControlPlane && r.cfg.ControlPlane.Count > 1 {
-		if ferr := c.EtcdForfeitLeadership(ctx, u.address); ferr != nil {
-			r.in.Out.Warn("%s: etcd leadership not handed over (%v); rebooting it anyway", m.Hostname, ferr)
-		}
+		r.forfeitLeadership(ctx, c, m.Hostname, u.address, "rebooting it anyway")
 	}
 	r.in.Out.Info("rebooting %s into %s", m.Hostname, u.to)
 	prev, err := c.Reboot(ctx, u.address)
