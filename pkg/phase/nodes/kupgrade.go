@@ -9,7 +9,6 @@ import (
 	k8supgrade "github.com/siderolabs/go-kubernetes/kubernetes/upgrade"
 
 	"github.com/talosc/talosc/pkg/config"
-	"github.com/talosc/talosc/pkg/ctxwait"
 	"github.com/talosc/talosc/pkg/releases"
 	"github.com/talosc/talosc/pkg/state"
 	"github.com/talosc/talosc/pkg/talos/machineconfig"
@@ -92,27 +91,15 @@ func (r *run) upgradeKubernetes(ctx context.Context) error {
 }
 
 // stableAPIVersion waits, for real, until the API answers twice in a row
-// (I-R9: a Talos upgrade has just restarted the control planes), then
-// reads its version.
+// (I-R9: a Talos upgrade has just restarted the control planes:
+// apiStable), then reads its version.
 func (r *run) stableAPIVersion(ctx context.Context) (string, error) {
 	kc, err := r.obs.kubeClient()
 	if err != nil {
 		return "", err
 	}
-	for try, answered := 1, 0; !r.in.DryRun && answered < stableAnswers; try++ {
-		if try > stableTries {
-			return "", fmt.Errorf("kube-api did not stabilize before k8s upgrade: %d tries %s apart", stableTries, r.scaled(stableInterval))
-		}
-		if try > 1 {
-			if err := ctxwait.Sleep(ctx, r.scaled(stableInterval)); err != nil {
-				return "", err
-			}
-		}
-		if up, _ := kc.Probe(ctx, 1, 0); up {
-			answered++
-		} else {
-			answered = 0
-		}
+	if err := r.apiStable(ctx, kc); err != nil {
+		return "", err
 	}
 	return r.apiVersion(ctx, kc)
 }

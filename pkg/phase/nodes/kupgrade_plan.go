@@ -236,3 +236,9 @@ func (st kubeStep) record(nodes []kubeNode, ch kubeChange) state.Change {
 		Node: n.machine.Hostname, Disruption: state.DisruptionServiceRestart,
 	}
 }
+
+// sameVersion reports that s is version v.
+func sameVersion(s string, v config.Version) bool {
+	got, err := config.ParseVersion(s)
+	return err == nil && got.Compare(v) == 0
+}
