@@ -68,4 +68,3 @@ func (r *run) fetchKubeconfig(ctx context.Context) error {
 	r.obs.forgetKube()
 	return identity.WriteKubeconfig(path, data)
 }
-
