@@ -77,15 +77,19 @@ func (r *run) upgradeKubernetes(ctx context.Context) error {
 	}
 	r.in.Out.Info("kubernetes %s -> %s (the API server reports %s): %d step(s), %s", lowest, target, api, len(steps), strings.Join(names, ", "))
 	var input machineconfig.Input
-	if !r.in.DryRun {
-		if input, _, err = r.configInput(); err != nil {
+	var at kubeStep
+	ops := []op{{host: "kubernetes " + target.String(), actions: []action{{then: func(context.Context) (err error) {
+		input, _, err = r.configInput()
+		return err
+	}}}}}
+	for _, st := range planKubeSteps(nodes, lowest, steps) {
+		ops = append(ops, r.kubeStepOps(&input, &at, nodes, st)...)
+	}
+	if err := r.execute(ctx, policy{what: "upgrading kubernetes", order: inOrder}, ops); err != nil {
+		if at.number == 0 {
 			return err
 		}
-	}
-	for _, st := range planKubeSteps(nodes, lowest, steps) {
-		if err := r.kubeStep(ctx, input, nodes, st); err != nil {
-			return fmt.Errorf("kubernetes step %d of %d (%s -> %s): %w", st.number, st.of, st.from, st.version, err)
-		}
+		return fmt.Errorf("kubernetes step %d of %d (%s -> %s): %w", at.number, at.of, at.from, at.version, err)
 	}
 	return nil
 }
@@ -197,32 +201,42 @@ func (r *run) kubeSteps(ctx context.Context, lowest, target config.Version) ([]c
 	return steps, nil
 }
 
-// kubeStep carries out (or, in a dry run, records) one step: its checks,
-// its image pulls, its changes in order, then the bootstrap manifests
-// and, for real, the API server's version. Every step has changes: its
-// version is above the lowest running one.
-func (r *run) kubeStep(ctx context.Context, input machineconfig.Input, nodes []kubeNode, st kubeStep) error {
-	if err := r.kubeChecks(ctx, nodes, st); err != nil {
-		return err
-	}
+// kubeStepOps are one step's ops, run in order: its checks (which set at,
+// the step under way), its image pulls, its changes in order, then the
+// bootstrap manifests and, for real, the API server's version. Every step
+// has changes: its version is above the lowest running one. input is the
+// generator's input, read once the rollout starts for real.
+func (r *run) kubeStepOps(input *machineconfig.Input, at *kubeStep, nodes []kubeNode, st kubeStep) []op {
 	step := fmt.Sprintf("(step %d of %d)", st.number, st.of)
 	pulls := pullsOf(nodes, st)
 	pull := state.Change{Action: state.ActionCreate, Kind: KindKubeImages, Name: st.version.String(), Detail: fmt.Sprintf("pulled ahead on %d node(s) %s", len(pulls), step)}
-	if err := r.plan.Do(ctx, pull, func(ctx context.Context) error { return r.prePull(ctx, pulls) }); err != nil {
-		return err
-	}
+	ops := []op{{host: st.version.String(), actions: []action{
+		{fn: func(ctx context.Context) error {
+			*at = st
+			return r.kubeChecks(ctx, nodes, st)
+		}},
+		{change: &pull, fn: func(ctx context.Context) error { return r.prePull(ctx, pulls) }},
+	}}}
 	for _, ch := range st.changes {
-		err := r.plan.Do(ctx, st.record(nodes, ch), func(ctx context.Context) error {
-			return r.upgradeComponent(ctx, input, &nodes[ch.node], ch, st.version)
-		})
-		if err != nil {
-			return err
-		}
+		n := &nodes[ch.node]
+		change := st.record(nodes, ch)
+		ops = append(ops, op{host: n.machine.Hostname, controlPlane: n.controlPlane(), actions: []action{{
+			change: &change,
+			fn: func(ctx context.Context) error {
+				return r.upgradeComponent(ctx, *input, n, ch, st.version)
+			},
+		}}})
 	}
 	manifests := state.Change{Action: state.ActionUpdate, Kind: KindKubeManifests, Name: "bootstrap manifests", Detail: fmt.Sprintf("at %s, from %s %s", st.version, r.cp1().Hostname, step), Disruption: state.DisruptionServiceRestart}
-	if err := r.plan.Do(ctx, manifests, r.syncManifests); err != nil || r.in.DryRun {
-		return err
-	}
+	return append(ops, op{host: st.version.String(), actions: []action{{
+		change: &manifests,
+		fn:     r.syncManifests,
+		then:   func(ctx context.Context) error { return r.apiAt(ctx, st.version) },
+	}}})
+}
+
+// apiAt checks that the API server reports version to after its step.
+func (r *run) apiAt(ctx context.Context, to config.Version) error {
 	kc, err := r.obs.kubeClient()
 	if err != nil {
 		return err
@@ -231,8 +245,8 @@ func (r *run) kubeStep(ctx context.Context, input machineconfig.Input, nodes []k
 	if err != nil {
 		return err
 	}
-	if !sameVersion(api, st.version) {
-		return fmt.Errorf("after its step to %s the API server reports version %q; stopping the upgrade", st.version, api)
+	if !sameVersion(api, to) {
+		return fmt.Errorf("after its step to %s the API server reports version %q; stopping the upgrade", to, api)
 	}
 	return nil
 }
