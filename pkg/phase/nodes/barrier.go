@@ -110,7 +110,7 @@ const healthAttempts = 2
 // workers, what Talos's server-side health check is told to expect, and of
 // the control planes a scale-down has yet to remove (still etcd members,
 // so the check must count them as control planes).
-func (r *run) healthTargets() (cps, workers []string, err error) {
+func (r *run) healthTargets(gone leaving) (cps, workers []string, err error) {
 	for _, m := range r.desired {
 		a, ok := r.obs.address(m.Hostname)
 		if !ok {
@@ -122,14 +122,14 @@ func (r *run) healthTargets() (cps, workers []string, err error) {
 			workers = append(workers, a)
 		}
 	}
-	return append(cps, r.obs.leavingControlPlanes()...), workers, nil
+	return append(cps, gone.addresses()...), workers, nil
 }
 
 // controlPlanesHealthy is the barrier between control-plane changes:
 // Talos's server-side health of the desired cluster, with no Kubernetes
 // fallback (I-R5, I-S11).
-func (r *run) controlPlanesHealthy(ctx context.Context) error {
-	cps, workers, err := r.healthTargets()
+func (r *run) controlPlanesHealthy(ctx context.Context, gone leaving) error {
+	cps, workers, err := r.healthTargets(gone)
 	if err != nil {
 		return err
 	}
@@ -140,7 +140,7 @@ func (r *run) controlPlanesHealthy(ctx context.Context) error {
 // to be Ready; Kubernetes readiness is the fallback when the Talos check
 // fails twice (the final check only, §3.1 step 15).
 func (r *run) health(ctx context.Context) error {
-	cps, workers, err := r.healthTargets()
+	cps, workers, err := r.healthTargets(nil)
 	if err != nil {
 		return err
 	}

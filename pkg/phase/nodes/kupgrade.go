@@ -78,14 +78,15 @@ func (r *run) upgradeKubernetes(ctx context.Context) error {
 	r.in.Out.Info("kubernetes %s -> %s (the API server reports %s): %d step(s), %s", lowest, target, api, len(steps), strings.Join(names, ", "))
 	var input machineconfig.Input
 	var at kubeStep
-	ops := []op{{host: "kubernetes " + target.String(), actions: []action{{then: func(context.Context) (err error) {
+	readInput := func(context.Context) (err error) {
 		input, _, err = r.configInput()
 		return err
-	}}}}}
+	}
+	var ops []op
 	for _, st := range planKubeSteps(nodes, lowest, steps) {
 		ops = append(ops, r.kubeStepOps(&input, &at, nodes, st)...)
 	}
-	if err := r.execute(ctx, policy{what: "upgrading kubernetes", order: inOrder}, ops); err != nil {
+	if err := r.execute(ctx, policy{what: "upgrading kubernetes", order: inOrder, prepare: readInput}, ops); err != nil {
 		if at.number == 0 {
 			return err
 		}

@@ -88,6 +88,10 @@ type barrier struct {
 	// afterLast also checks after the last control plane (scale-down does
 	// not: I-S11).
 	afterLast bool
+	// leaving are the control planes a scale-down removes, still etcd
+	// members until they left: the check counts them (KCP's excludeFor,
+	// the other way round).
+	leaving leaving
 }
 
 // policy is how one kind of change is carried out over its ops: the one
@@ -97,6 +101,9 @@ type policy struct {
 	what    string
 	order   order
 	barrier barrier
+	// prepare, if not nil, runs before anything, in a real run only (the
+	// installers registered with the Image Factory).
+	prepare func(ctx context.Context) error
 	// after, if not nil, runs once every op is done, in a real run only:
 	// the view refreshed with what the rollout changed.
 	after func(ctx context.Context) error
@@ -107,14 +114,11 @@ type policy struct {
 // (I-R5, I-S11), then the workers (p.order). The first control plane that
 // leaves the cluster unhealthy stops the rollout before any other node is
 // touched. A dry run records every action in order, touches nothing and
-// waits for nothing.
+// waits for nothing. With no ops, only after runs.
 func (r *run) execute(ctx context.Context, p policy, ops []op) error {
-	if len(ops) == 0 {
-		return nil
-	}
-	if p.barrier.before && !r.in.DryRun {
-		if err := r.controlPlanesHealthy(ctx); err != nil {
-			return fmt.Errorf("cluster unhealthy before touching %s; aborting rollout: %w", ops[0].host, err)
+	if len(ops) > 0 && !r.in.DryRun {
+		if err := r.begin(ctx, p, ops[0].host); err != nil {
+			return err
 		}
 	}
 	cps, workers := byRole(ops)
@@ -129,7 +133,7 @@ func (r *run) execute(ctx context.Context, p policy, ops []op) error {
 		if r.in.DryRun || !p.barrier.between || (last && !p.barrier.afterLast) || (o.settled != nil && !o.settled()) {
 			continue
 		}
-		if err := r.controlPlanesHealthy(ctx); err != nil {
+		if err := r.controlPlanesHealthy(ctx, p.barrier.leaving); err != nil {
 			return fmt.Errorf("cluster unhealthy after %s %s; stopping the rollout: %w", p.what, o.host, err)
 		}
 	}
@@ -142,6 +146,23 @@ func (r *run) execute(ctx context.Context, p policy, ops []op) error {
 		return nil
 	}
 	return p.after(ctx)
+}
+
+// begin prepares a real rollout and checks the cluster before first is
+// touched, as p says.
+func (r *run) begin(ctx context.Context, p policy, first string) error {
+	if p.prepare != nil {
+		if err := p.prepare(ctx); err != nil {
+			return err
+		}
+	}
+	if !p.barrier.before {
+		return nil
+	}
+	if err := r.controlPlanesHealthy(ctx, p.barrier.leaving); err != nil {
+		return fmt.Errorf("cluster unhealthy before touching %s; aborting rollout: %w", first, err)
+	}
+	return nil
 }
 
 // workerBatches are the worker ops in the groups the order takes them in.

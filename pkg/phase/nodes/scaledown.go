@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -29,8 +30,7 @@ func (r *run) scaleDown(ctx context.Context) error {
 		return err
 	}
 	ops := make([]op, 0, len(removals))
-	r.obs.leaving = map[string]string{}
-	defer func() { r.obs.leaving = nil }()
+	gone := leaving{}
 	for _, rm := range removals {
 		f := r.removalFacts(rm)
 		d, err := planRemoval(f)
@@ -42,12 +42,12 @@ func (r *run) scaleDown(ctx context.Context) error {
 				return err
 			}
 		}
-		ops = append(ops, r.removalOp(d))
+		ops = append(ops, r.removalOp(d, gone))
 		if d.controlPlane && d.address != "" {
-			r.obs.leaving[d.host] = d.address
+			gone[d.host] = d.address
 		}
 	}
-	return r.execute(ctx, policy{what: "removing control plane", barrier: barrier{between: true}, after: r.afterScaleDown}, ops)
+	return r.execute(ctx, policy{what: "removing control plane", barrier: barrier{between: true, leaving: gone}, after: r.afterScaleDown}, ops)
 }
 
 // afterScaleDown refreshes the view: the removed nodes and machines are
@@ -98,8 +98,9 @@ func (r *run) removalFacts(rm preflight.Removal) removalFacts {
 }
 
 // removalOp is one node's removal: drain, reset, Node delete, machine
-// delete, each only when decided.
-func (r *run) removalOp(d removal) op {
+// delete, each only when decided; a control plane's reset takes it out of
+// gone once it left etcd.
+func (r *run) removalOp(d removal, gone leaving) op {
 	o := op{host: d.host, controlPlane: d.controlPlane}
 	if d.drain {
 		o.actions = append(o.actions, r.drainAction(d.host, r.drainFailed(d)))
@@ -107,7 +108,7 @@ func (r *run) removalOp(d removal) op {
 	if d.reset {
 		o.actions = append(o.actions, action{
 			change: &state.Change{Action: state.ActionDelete, Kind: KindTalosNode, Name: d.host, Detail: "graceful reset: leave etcd, wipe, shut down"},
-			fn:     func(ctx context.Context) error { return r.reset(ctx, d) },
+			fn:     func(ctx context.Context) error { return r.reset(ctx, d, gone) },
 		})
 	}
 	if d.deleteNode {
@@ -176,7 +177,7 @@ func (r *run) drainNode(ctx context.Context, host string) error {
 // list proves it left (I-S8); a worker's failed reset is only a warning
 // (its machine is deleted anyway). A control plane that reset but is
 // still listed (its leave was lost) is removed from etcd by id.
-func (r *run) reset(ctx context.Context, d removal) error {
+func (r *run) reset(ctx context.Context, d removal, gone leaving) error {
 	c, _, err := r.obs.talosSession(ctx)
 	if err != nil {
 		return err
@@ -206,14 +207,28 @@ func (r *run) reset(ctx context.Context, d removal) error {
 	case found && err != nil:
 		return fmt.Errorf("reset of control plane %s failed and it is still an etcd member (id %016x); not deleting its machine: %w", d.host, member.ID, err)
 	case found:
-		delete(r.obs.leaving, d.host)
+		delete(gone, d.host)
 		return r.plan.Do(ctx, state.Change{Action: state.ActionDelete, Kind: KindEtcdMember, Name: d.host, Detail: fmt.Sprintf("id %016x, still listed after its reset", member.ID)},
 			func(ctx context.Context) error { return r.removeMember(ctx, member.ID) })
 	case err != nil:
 		r.in.Out.Warn("reset of control plane %s failed (%v), but the etcd member list proves it left; deleting it", d.host, err)
 	}
-	delete(r.obs.leaving, d.host)
+	delete(gone, d.host)
 	return nil
+}
+
+// leaving are the addresses of the control planes a scale-down removes,
+// by hostname, while they are still etcd members.
+type leaving map[string]string
+
+// addresses are the leaving control planes' addresses, in hostname order.
+func (l leaving) addresses() []string {
+	hosts := slices.Sorted(maps.Keys(l))
+	out := make([]string, len(hosts))
+	for i, h := range hosts {
+		out[i] = l[h]
+	}
+	return out
 }
 
 // provedGone refuses to delete an addressless control plane unless the

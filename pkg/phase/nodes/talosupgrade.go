@@ -56,9 +56,6 @@ func (r *run) rollOutTalos(ctx context.Context, workers order) error {
 	if err := r.etcdAllowsUpgrade(ctx, ups); err != nil {
 		return err
 	}
-	if err := r.registerPlan(ctx); err != nil {
-		return err
-	}
 	ops := make([]op, len(ups))
 	newVersion := false
 	for i, u := range ups {
@@ -70,7 +67,7 @@ func (r *run) rollOutTalos(ctx context.Context, workers order) error {
 		r.moved = newVersion
 		return nil
 	}
-	return r.execute(ctx, policy{what: "upgrading", order: workers, barrier: barrier{before: true, between: true, afterLast: true}, after: after}, ops)
+	return r.execute(ctx, policy{what: "upgrading", order: workers, prepare: r.registerPlan, barrier: barrier{before: true, between: true, afterLast: true}, after: after}, ops)
 }
 
 // talosMoved reports that the Talos rollout just before moved nodes onto
@@ -166,11 +163,8 @@ func installerOf(plan *factory.InstallerPlan, pool string) (ref, schematic strin
 }
 
 // registerPlan registers every installer's schematic with the Image
-// Factory before a node pulls one (a plan only reads).
+// Factory before a node pulls one.
 func (r *run) registerPlan(ctx context.Context) error {
-	if r.in.DryRun {
-		return nil
-	}
 	installers, err := Installers(r.cfg)
 	if err != nil {
 		return err
