@@ -11,6 +11,7 @@ import (
 	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/ctxwait"
 	"github.com/talosc/talosc/pkg/kube"
+	"github.com/talosc/talosc/pkg/phase/nodes/kubeupgrade"
 	"github.com/talosc/talosc/pkg/talos/talosapi"
 )
 
@@ -205,16 +206,16 @@ func (r *run) talosHealth(ctx context.Context, cps, workers []string) error {
 // grown past before and its mirror pod runs the step's image, carries at
 // least that configuration version (≥: talos#14258) and is Ready; a pod
 // that does not stops the upgrade before any other node is touched.
-func (r *run) waitStaticPod(ctx context.Context, c talosAPI, n kubeNode, comp kubeComponent, to config.Version, before uint64) error {
+func (r *run) waitStaticPod(ctx context.Context, c talosAPI, n kubeupgrade.Node, comp kubeupgrade.Component, to config.Version, before uint64) error {
 	kc, err := r.obs.kubeClient()
 	if err != nil {
 		return err
 	}
-	host := n.machine.Hostname
+	host := n.Machine.Hostname
 	var want uint64
 	return r.waitUntil(ctx, fmt.Sprintf("%s on %s", comp, host), r.scaled(staticPodBudget), r.scaled(staticPodPoll), func(ctx context.Context) (string, error) {
 		if want <= before {
-			v, err := c.ConfigVersion(ctx, n.address, string(comp))
+			v, err := c.ConfigVersion(ctx, n.Address, string(comp))
 			if err != nil || v <= before {
 				return fmt.Sprintf("its configuration version is still %d", before), err
 			}
@@ -224,7 +225,7 @@ func (r *run) waitStaticPod(ctx context.Context, c talosAPI, n kubeNode, comp ku
 		if err != nil {
 			return "its mirror pod is unknown", err
 		}
-		i := slices.IndexFunc(pods, func(p kube.StaticPod) bool { return p.Node == host || p.HostIP == n.address })
+		i := slices.IndexFunc(pods, func(p kube.StaticPod) bool { return p.Node == host || p.HostIP == n.Address })
 		if i < 0 {
 			return "it has no mirror pod", nil
 		}
@@ -236,7 +237,7 @@ func (r *run) waitStaticPod(ctx context.Context, c talosAPI, n kubeNode, comp ku
 // when it runs the step's image at configuration version want or later
 // and is Ready.
 func staticPodWaiting(p kube.StaticPod, to config.Version, want uint64) string {
-	if v, err := imageVersion(p.Image); err != nil || v.Compare(to) != 0 {
+	if v, err := kubeupgrade.ImageVersion(p.Image); err != nil || v.Compare(to) != 0 {
 		return fmt.Sprintf("its mirror pod runs %s", p.Image)
 	}
 	if v, err := strconv.ParseUint(p.ConfigVersion, 10, 64); err != nil || v < want {
@@ -250,12 +251,12 @@ func staticPodWaiting(p kube.StaticPod, to config.Version, want uint64) string {
 
 // waitKubelet waits until the node's Kubernetes node reports the step's
 // kubelet version and is Ready.
-func (r *run) waitKubelet(ctx context.Context, n kubeNode, to config.Version) error {
+func (r *run) waitKubelet(ctx context.Context, n kubeupgrade.Node, to config.Version) error {
 	kc, err := r.obs.kubeClient()
 	if err != nil {
 		return err
 	}
-	host := n.machine.Hostname
+	host := n.Machine.Hostname
 	return r.waitUntil(ctx, "the kubelet of "+host, r.scaled(kubeletBudget), r.scaled(kubeletPoll), func(ctx context.Context) (string, error) {
 		nodes, err := kc.Nodes(ctx)
 		if err != nil {
@@ -265,7 +266,7 @@ func (r *run) waitKubelet(ctx context.Context, n kubeNode, to config.Version) er
 		switch {
 		case i < 0:
 			return "its node is gone", nil
-		case !sameVersion(nodes[i].KubeletVersion, to):
+		case !kubeupgrade.SameVersion(nodes[i].KubeletVersion, to):
 			return fmt.Sprintf("its node reports kubelet %s", nodes[i].KubeletVersion), nil
 		case !nodes[i].Ready:
 			return "its node is not Ready", nil

@@ -10,6 +10,7 @@ import (
 	k8supgrade "github.com/siderolabs/go-kubernetes/kubernetes/upgrade"
 
 	"github.com/talosc/talosc/pkg/config"
+	"github.com/talosc/talosc/pkg/phase/nodes/kubeupgrade"
 	"github.com/talosc/talosc/pkg/provider"
 	"github.com/talosc/talosc/pkg/talos/machineconfig"
 )
@@ -18,21 +19,21 @@ import (
 // step changes anything: removed flags and feature gates in the control
 // planes' static pods and the kubelets' arguments, and removed API
 // resources still in use. What they find is shown as they word it.
-func (r *run) kubeChecks(ctx context.Context, nodes []kubeNode, st kubeStep) error {
+func (r *run) kubeChecks(ctx context.Context, nodes []kubeupgrade.Node, st kubeupgrade.Step) error {
 	c, kc, err := r.obs.clients(ctx)
 	if err != nil {
 		return err
 	}
-	path, err := k8supgrade.NewPath(st.from.String(), st.version.String())
+	path, err := k8supgrade.NewPath(st.From.String(), st.Version.String())
 	if err != nil {
 		return err
 	}
 	var cps, workers []string
 	for _, n := range nodes {
-		if n.controlPlane() {
-			cps = append(cps, n.address)
+		if n.ControlPlane() {
+			cps = append(cps, n.Address)
 		} else {
-			workers = append(workers, n.address)
+			workers = append(workers, n.Address)
 		}
 	}
 	logf := func(format string, a ...any) { r.in.Out.Info("  %s", fmt.Sprintf(format, a...)) }
@@ -57,18 +58,18 @@ type imagePull struct {
 // pullsOf are the images the step's changes run, by node: the static
 // pods' and the kubelets' (upgrade-k8s's pre-pull; kube-proxy's image is
 // the DaemonSet's, pulled by its pods).
-func pullsOf(nodes []kubeNode, st kubeStep) [][]imagePull {
+func pullsOf(nodes []kubeupgrade.Node, st kubeupgrade.Step) [][]imagePull {
 	byNode := map[int][]imagePull{}
 	var order []int
-	for _, ch := range st.changes {
-		if ch.component == compProxy {
+	for _, ch := range st.Changes {
+		if ch.Component == kubeupgrade.Proxy {
 			continue
 		}
-		n := nodes[ch.node]
-		if _, ok := byNode[ch.node]; !ok {
-			order = append(order, ch.node)
+		n := nodes[ch.Index]
+		if _, ok := byNode[ch.Index]; !ok {
+			order = append(order, ch.Index)
 		}
-		byNode[ch.node] = append(byNode[ch.node], imagePull{host: n.machine.Hostname, address: n.address, ref: ch.image, system: ch.component == compKubelet})
+		byNode[ch.Index] = append(byNode[ch.Index], imagePull{host: n.Machine.Hostname, address: n.Address, ref: ch.Image, system: ch.Component == kubeupgrade.Kubelet})
 	}
 	out := make([][]imagePull, len(order))
 	for i, n := range order {
@@ -99,32 +100,32 @@ func (r *run) prePull(ctx context.Context, pulls [][]imagePull) error {
 // runs the new configuration and image and is Ready; for a kubelet, until
 // its Node reports the version and is Ready; kube-proxy's image changes
 // only the manifests synced at the end of the step.
-func (r *run) upgradeComponent(ctx context.Context, input machineconfig.Input, n *kubeNode, ch kubeChange, to config.Version) error {
+func (r *run) upgradeComponent(ctx context.Context, input machineconfig.Input, n *kubeupgrade.Node, ch kubeupgrade.Change, to config.Version) error {
 	c, _, err := r.obs.talosSession(ctx)
 	if err != nil {
 		return err
 	}
 	var before uint64
-	if ch.component.staticPod() {
-		if before, err = c.ConfigVersion(ctx, n.address, string(ch.component)); err != nil {
+	if ch.Component.StaticPod() {
+		if before, err = c.ConfigVersion(ctx, n.Address, string(ch.Component)); err != nil {
 			return err
 		}
 	}
-	images := n.images
-	*ch.component.image(&images) = ch.image
-	mc, err := r.generate(input, n.machine, images)
+	images := n.Images
+	*ch.Component.Image(&images) = ch.Image
+	mc, err := r.generate(input, n.Machine, images)
 	if err != nil {
 		return err
 	}
-	if _, err := r.applyConfig(ctx, n.machine, n.address, mc.Bytes()); err != nil {
+	if _, err := r.applyConfig(ctx, n.Machine, n.Address, mc.Bytes()); err != nil {
 		return err
 	}
-	n.images = images
-	r.obs.images[n.machine.Hostname] = images
+	n.Images = images
+	r.obs.images[n.Machine.Hostname] = images
 	switch {
-	case ch.component.staticPod():
-		return r.waitStaticPod(ctx, c, *n, ch.component, to, before)
-	case ch.component == compKubelet:
+	case ch.Component.StaticPod():
+		return r.waitStaticPod(ctx, c, *n, ch.Component, to, before)
+	case ch.Component == kubeupgrade.Kubelet:
 		return r.waitKubelet(ctx, *n, to)
 	}
 	return nil

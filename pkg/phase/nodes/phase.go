@@ -10,7 +10,7 @@
 // the cluster (inventory, addresses, Kubernetes nodes, one memoised
 // Kubernetes client and Talos session) lives in observed; what should
 // happen to which node is decided by pure functions (decisions.go,
-// disruption.go, etcdevidence.go, kupgrade_plan.go) and carried out as
+// disruption.go, etcdevidence.go, kubeupgrade/plan.go) and carried out as
 // ops by one executor (ops.go), each rollout choosing one policy value
 // (the order of control planes and workers, the health barrier before,
 // between and after); every wait is in barrier.go. A dry run only records
