@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/talosc/talosc/pkg/config"
@@ -229,24 +228,8 @@ func (r *run) waitStaticPod(ctx context.Context, c talosAPI, n kubeupgrade.Node,
 		if i < 0 {
 			return "it has no mirror pod", nil
 		}
-		return staticPodWaiting(pods[i], to, want), nil
+		return kubeupgrade.StaticPodWaiting(pods[i], to, want), nil
 	})
-}
-
-// staticPodWaiting is what a mirror pod still lacks to run the step: ""
-// when it runs the step's image at configuration version want or later
-// and is Ready.
-func staticPodWaiting(p kube.StaticPod, to config.Version, want uint64) string {
-	if v, err := kubeupgrade.ImageVersion(p.Image); err != nil || v.Compare(to) != 0 {
-		return fmt.Sprintf("its mirror pod runs %s", p.Image)
-	}
-	if v, err := strconv.ParseUint(p.ConfigVersion, 10, 64); err != nil || v < want {
-		return fmt.Sprintf("its mirror pod is at configuration version %q, not yet %d", p.ConfigVersion, want)
-	}
-	if !p.Ready {
-		return "its mirror pod is not Ready"
-	}
-	return ""
 }
 
 // waitKubelet waits until the node's Kubernetes node reports the step's

@@ -210,7 +210,7 @@ func (r *run) kubeSteps(ctx context.Context, lowest, target config.Version) ([]c
 // generator's input, read once the rollout starts for real.
 func (r *run) kubeStepOps(input *machineconfig.Input, at *kubeupgrade.Step, nodes []kubeupgrade.Node, st kubeupgrade.Step) []op {
 	step := fmt.Sprintf("(step %d of %d)", st.Number, st.Of)
-	pulls := pullsOf(nodes, st)
+	pulls := kubeupgrade.Pulls(nodes, st)
 	pull := state.Change{Action: state.ActionCreate, Kind: KindKubeImages, Name: st.Version.String(), Detail: fmt.Sprintf("pulled ahead on %d node(s) %s", len(pulls), step)}
 	ops := []op{{host: st.Version.String(), actions: []action{
 		{fn: func(ctx context.Context) error {

@@ -47,48 +47,17 @@ func (r *run) kubeChecks(ctx context.Context, nodes []kubeupgrade.Node, st kubeu
 	return nil
 }
 
-// imagePull is one image pulled ahead onto one node.
-type imagePull struct {
-	host, address, ref string
-	// system: the kubelet's image goes to containerd's system namespace,
-	// the static pods' to the CRI's.
-	system bool
-}
-
-// pullsOf are the images the step's changes run, by node: the static
-// pods' and the kubelets' (upgrade-k8s's pre-pull; kube-proxy's image is
-// the DaemonSet's, pulled by its pods).
-func pullsOf(nodes []kubeupgrade.Node, st kubeupgrade.Step) [][]imagePull {
-	byNode := map[int][]imagePull{}
-	var order []int
-	for _, ch := range st.Changes {
-		if ch.Component == kubeupgrade.Proxy {
-			continue
-		}
-		n := nodes[ch.Index]
-		if _, ok := byNode[ch.Index]; !ok {
-			order = append(order, ch.Index)
-		}
-		byNode[ch.Index] = append(byNode[ch.Index], imagePull{host: n.Machine.Hostname, address: n.Address, ref: ch.Image, system: ch.Component == kubeupgrade.Kubelet})
-	}
-	out := make([][]imagePull, len(order))
-	for i, n := range order {
-		out[i] = byNode[n]
-	}
-	return out
-}
-
 // prePull pulls every node's images, nodes concurrently, so that no
 // component waits for its image while its node is being upgraded.
-func (r *run) prePull(ctx context.Context, pulls [][]imagePull) error {
+func (r *run) prePull(ctx context.Context, pulls [][]kubeupgrade.Pull) error {
 	c, _, err := r.obs.talosSession(ctx)
 	if err != nil {
 		return err
 	}
 	return errors.Join(provider.FanOut(ctx, len(pulls), func(ctx context.Context, i int) error {
 		for _, p := range pulls[i] {
-			if err := c.PullImage(ctx, p.address, p.ref, p.system); err != nil {
-				return fmt.Errorf("pull %s on %s: %w", p.ref, p.host, err)
+			if err := c.PullImage(ctx, p.Address, p.Ref, p.System); err != nil {
+				return fmt.Errorf("pull %s on %s: %w", p.Ref, p.Host, err)
 			}
 		}
 		return nil
@@ -149,33 +118,13 @@ func (r *run) syncManifests(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	slices.SortStableFunc(objs, func(a, b map[string]any) int { return cmp.Compare(manifestStage(a), manifestStage(b)) })
+	slices.SortStableFunc(objs, func(a, b map[string]any) int {
+		return cmp.Compare(kubeupgrade.ManifestStage(a), kubeupgrade.ManifestStage(b))
+	})
 	for _, o := range objs {
 		if err := kc.Apply(ctx, o, "talos"); err != nil {
-			return fmt.Errorf("apply %v %s: %w", o["kind"], objectName(o), err)
+			return fmt.Errorf("apply %v %s: %w", o["kind"], kubeupgrade.ObjectName(o), err)
 		}
 	}
 	return nil
-}
-
-// manifestStage orders bootstrap objects for their apply.
-func manifestStage(o map[string]any) int {
-	switch o["kind"] {
-	case "Namespace", "CustomResourceDefinition":
-		return 0
-	case "ConfigMap", "Secret":
-		return 1
-	}
-	return 2
-}
-
-// objectName is an object's namespace/name.
-func objectName(o map[string]any) string {
-	md, _ := o["metadata"].(map[string]any)
-	ns, _ := md["namespace"].(string)
-	n, _ := md["name"].(string)
-	if ns == "" {
-		return n
-	}
-	return ns + "/" + n
 }

@@ -247,7 +247,7 @@ func (f *kubeFake) Manifests(context.Context, string) ([]map[string]any, error) 
 func (f *kubeFake) Apply(_ context.Context, obj map[string]any, fieldManager string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.log = append(f.log, fmt.Sprintf("%s %v %s", fieldManager, obj["kind"], objectName(obj)))
+	f.log = append(f.log, fmt.Sprintf("%s %v %s", fieldManager, obj["kind"], kubeupgrade.ObjectName(obj)))
 	return nil
 }
 
