@@ -125,17 +125,8 @@ func (r *run) execute(ctx context.Context, p policy, ops []op) error {
 	if p.order == inOrder {
 		cps, workers = nil, ops
 	}
-	for i, o := range cps {
-		if err := r.doAll(ctx, o); err != nil {
-			return err
-		}
-		last := i == len(cps)-1
-		if r.in.DryRun || !p.barrier.between || (last && !p.barrier.afterLast) || (o.settled != nil && !o.settled()) {
-			continue
-		}
-		if err := r.controlPlanesHealthy(ctx, p.barrier.leaving); err != nil {
-			return fmt.Errorf("cluster unhealthy after %s %s; stopping the rollout: %w", p.what, o.host, err)
-		}
+	if err := r.controlPlanes(ctx, p, cps); err != nil {
+		return err
 	}
 	for _, batch := range r.workerBatches(p.order, workers) {
 		if err := r.workersInOnePass(ctx, batch); err != nil {
@@ -146,6 +137,29 @@ func (r *run) execute(ctx context.Context, p policy, ops []op) error {
 		return nil
 	}
 	return p.after(ctx)
+}
+
+// controlPlanes runs the control planes' ops one at a time, each followed
+// by the barrier p asks for (a real run only).
+func (r *run) controlPlanes(ctx context.Context, p policy, cps []op) error {
+	for i, o := range cps {
+		if err := r.doAll(ctx, o); err != nil {
+			return err
+		}
+		if r.in.DryRun || !p.barrier.follows(o, i == len(cps)-1) {
+			continue
+		}
+		if err := r.controlPlanesHealthy(ctx, p.barrier.leaving); err != nil {
+			return fmt.Errorf("cluster unhealthy after %s %s; stopping the rollout: %w", p.what, o.host, err)
+		}
+	}
+	return nil
+}
+
+// follows reports whether the barrier follows control plane o (last: the
+// rollout's last).
+func (b barrier) follows(o op, last bool) bool {
+	return b.between && (!last || b.afterLast) && (o.settled == nil || o.settled())
 }
 
 // begin prepares a real rollout and checks the cluster before first is
