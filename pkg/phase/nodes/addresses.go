@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/talosc/talosc/pkg/config"
-	"github.com/talosc/talosc/pkg/ctxwait"
 	"github.com/talosc/talosc/pkg/state"
 	"github.com/talosc/talosc/pkg/talos/identity"
 )
@@ -16,33 +14,28 @@ import (
 // the network phase's (OpenStack ports, static SDN addresses) or, for
 // DHCP networks, what the provider reports once the machine runs (the
 // Proxmox guest agent), polling the inventory (reference §3.1 step 12:
-// 600 s, 15 s apart). A dry run does not wait.
+// 600 s, 15 s apart). A real run only: a plan waits for nothing.
 func (r *run) resolveAddresses(ctx context.Context) error {
-	if r.in.DryRun {
-		return nil
-	}
-	deadline := time.Now().Add(r.scaled(addressBudget))
-	pause := ctxwait.NewBackoff(r.scaled(addressPoll))
-	for {
-		var missing []string
+	first := true
+	var missing []string
+	check := func(ctx context.Context) (string, error) {
+		if !first {
+			if err := r.obs.refreshInventory(ctx); err != nil {
+				return "", err
+			}
+		}
+		first = false
+		missing = missing[:0]
 		for _, m := range r.desired {
 			if _, ok := r.obs.address(m.Hostname); !ok {
 				missing = append(missing, m.Hostname)
 			}
 		}
-		if len(missing) == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("no address reported for %s after %s: check that the machines run and their guest agent answers", strings.Join(missing, ", "), r.scaled(addressBudget))
-		}
-		if err := pause.Sleep(ctx); err != nil {
-			return err
-		}
-		if err := r.obs.refreshInventory(ctx); err != nil {
-			return err
-		}
+		return strings.Join(missing, ", "), nil
 	}
+	return r.poll(ctx, pacing{budget: r.scaled(addressBudget), every: r.scaled(addressPoll)}, check, func(missing string) error {
+		return fmt.Errorf("no address reported for %s after %s: check that the machines run and their guest agent answers", missing, r.scaled(addressBudget))
+	})
 }
 
 // writeTalosconfig (re)writes talosconfig for the first control plane's

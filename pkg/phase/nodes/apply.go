@@ -35,27 +35,31 @@ type pendingApply struct {
 // fallback before the next; workers in one pass. A plan shows every
 // node's redacted diff and whether it would restart.
 func (r *run) applyConfigs(ctx context.Context) error {
-	pending, err := r.configDrift(ctx)
-	if err != nil || len(pending) == 0 {
+	ops, restartingCP, err := r.applyOps(ctx)
+	if err != nil || len(ops) == 0 {
 		return err
 	}
-	ops := make([]op, 0, len(pending))
-	restartingCP := false
+	return r.execute(ctx, policy{what: "applying the configuration of", barrier: barrier{before: restartingCP, between: true, afterLast: true}, after: r.refreshNodes}, ops)
+}
+
+// applyOps are the apply of every drifted node (configDrift), and whether
+// one of them restarts a control plane.
+func (r *run) applyOps(ctx context.Context) (ops []op, restartingCP bool, err error) {
+	pending, err := r.configDrift(ctx)
+	if err != nil {
+		return nil, false, err
+	}
 	for _, p := range pending {
 		ops = append(ops, r.applyOp(p))
 		restartingCP = restartingCP || (p.restart && p.machine.Role == config.RoleControlPlane)
 	}
-	if mv, ok := r.movedEndpoint(); ok {
-		err = r.moveEndpoint(ctx, mv, ops)
-	} else {
-		err = r.execute(ctx, rollout{what: "applying the configuration of", healthBefore: restartingCP, healthAfterLast: true}, ops)
-	}
-	if err != nil {
-		return err
-	}
-	if !r.in.DryRun {
-		r.obs.refreshNodes(ctx) // labels and taints follow the applied configs
-	}
+	return ops, restartingCP, nil
+}
+
+// refreshNodes refreshes the Kubernetes nodes: labels and taints follow the
+// applied configurations.
+func (r *run) refreshNodes(ctx context.Context) error {
+	r.obs.refreshNodes(ctx)
 	return nil
 }
 
@@ -67,7 +71,7 @@ func (r *run) applyOp(p pendingApply) op {
 	o := op{host: m.Hostname, controlPlane: m.Role == config.RoleControlPlane}
 	o.settled = func() bool { return rebooted }
 	o.actions = []action{{
-		change: state.Change{Action: state.ActionUpdate, Kind: KindMachineConfig, Name: m.Hostname, Detail: p.detail, Diff: p.diff, Disruption: applyDisruption(p.restart)},
+		change: &state.Change{Action: state.ActionUpdate, Kind: KindMachineConfig, Name: m.Hostname, Detail: p.detail, Diff: p.diff, Disruption: applyDisruption(p.restart)},
 		fn: func(ctx context.Context) (err error) {
 			rebooted, err = r.applyConfig(ctx, m, p.address, p.config)
 			return err

@@ -68,17 +68,3 @@ func (r *run) fetchKubeconfig(ctx context.Context) error {
 	r.obs.forgetKube()
 	return identity.WriteKubeconfig(path, data)
 }
-
-// waitAPI waits, up to the endpoint budget, for the Kubernetes API to
-// answer (through a VIP that may be moving to another control plane).
-func (r *run) waitAPI(ctx context.Context) error {
-	kc, err := r.obs.kubeClient()
-	if err != nil {
-		return err
-	}
-	attempts := max(int(endpointBudget/probeInterval), 1)
-	if up, err := kc.Probe(ctx, attempts, r.scaled(probeInterval)); !up {
-		return fmt.Errorf("the Kubernetes API did not answer within %s: %w", r.scaled(endpointBudget), err)
-	}
-	return nil
-}

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 
 	"github.com/talosc/talosc/pkg/config"
+	"github.com/talosc/talosc/pkg/phase/nodes/kubeupgrade"
 	"github.com/talosc/talosc/pkg/talos/factory"
 	"github.com/talosc/talosc/pkg/talos/identity"
 	"github.com/talosc/talosc/pkg/talos/machineconfig"
@@ -79,7 +80,7 @@ func (r *run) configInput() (machineconfig.Input, *factory.InstallerPlan, error)
 func (r *run) generate(input machineconfig.Input, m config.Machine, images machineconfig.KubernetesImages) (*machineconfig.Config, error) {
 	n := machineconfig.Node{Machine: m, TalosVersion: r.talosVersionOf(m), KubernetesVersion: r.cfg.Kubernetes.Version}
 	if images != (machineconfig.KubernetesImages{}) {
-		v, err := lowestKubernetes([]kubeNode{{machine: m, images: images}})
+		v, err := kubeupgrade.Lowest([]kubeupgrade.Node{{Machine: m, Images: images}})
 		if err != nil {
 			return nil, err
 		}

@@ -37,11 +37,11 @@ func TestMemberListWithoutTheSurvivorProvesNothing(t *testing.T) {
 			if err := r.etcdAllowsUpgrade(t.Context(), ups); err == nil || !strings.Contains(err.Error(), refused) {
 				t.Errorf("etcdAllowsUpgrade: %v, want a refusal containing %q", err, refused)
 			}
-			r.obs.leaving = map[string]string{"t-controlplane-04": "127.0.0.40"}
+			gone := leaving{"t-controlplane-04": "127.0.0.40"}
 			rf := &resetTalos{etcdTalos: etcdTalos{fakeTalos: fakeTalos{log: log}, members: tc.members}, resetErr: talosapi.ErrResetTimedOut}
 			r.obs.seams.dialTalos = func(context.Context, *identity.Identity, string, string) (talosAPI, error) { return rf, nil }
 			r.obs.talos = nil
-			if err := r.reset(t.Context(), removal{removalFacts: removalFacts{host: "t-controlplane-04", controlPlane: true, address: "127.0.0.40"}}); err == nil || !strings.Contains(err.Error(), refused) {
+			if err := r.reset(t.Context(), removal{removalFacts: removalFacts{host: "t-controlplane-04", controlPlane: true, address: "127.0.0.40"}}, gone); err == nil || !strings.Contains(err.Error(), refused) {
 				t.Errorf("reset: %v, want a refusal containing %q (a timed-out reset settled as 'left etcd')", err, refused)
 			}
 		})

@@ -43,7 +43,8 @@ func TestFailedDrainAbortsUnlessNotReady(t *testing.T) {
 		kube    kubeState
 		aborted bool
 	}{{kubeReady, true}, {kubeUnknown, true}, {kubeNotReady, false}} {
-		err := r.drain(t.Context(), removal{removalFacts: removalFacts{host: "t-worker-03", kube: tc.kube}})
+		d := removal{removalFacts: removalFacts{host: "t-worker-03", kube: tc.kube}}
+		err := r.drainAction(d.host, r.drainFailed(d)).fn(t.Context())
 		if aborted := err != nil && strings.Contains(err.Error(), "aborting to protect a potentially live node"); aborted != tc.aborted {
 			t.Errorf("node %s: err = %v, want aborted %t", tc.kube, err, tc.aborted)
 		}
@@ -133,8 +134,8 @@ func (c *restartCloud) RestartMachine(_ context.Context, m provider.Machine, _ *
 }
 
 // restartRun is upgradeRun with a restart of t-worker-01 to do: the fake
-// Talos, the cloud and the restart's op.
-func restartRun(t *testing.T, reboots bool) (*upgradeTalos, *restartCloud, op) {
+// run, the fake Talos, the cloud and the restart's op.
+func restartRun(t *testing.T, reboots bool) (*run, *upgradeTalos, *restartCloud, op) {
 	t.Helper()
 	r, f := upgradeRun(t, false, nil)
 	r.in.Reboot = true
@@ -142,10 +143,10 @@ func restartRun(t *testing.T, reboots bool) (*upgradeTalos, *restartCloud, op) {
 	cloud := &restartCloud{f: f, reboots: reboots}
 	r.cloud = cloud
 	o, ok := r.restartOp(config.Machine{Hostname: "t-worker-01", Role: "worker"})
-	if !ok || len(o.actions) != 1 {
+	if !ok || len(o.actions) != 2 {
 		t.Fatalf("restartOp = %+v, %t", o, ok)
 	}
-	return f, cloud, o
+	return r, f, cloud, o
 }
 
 // A running machine whose boot id cannot be read is not restarted
@@ -153,9 +154,9 @@ func restartRun(t *testing.T, reboots bool) (*upgradeTalos, *restartCloud, op) {
 // is asked.
 func TestRestartOpRefusesWithoutTheBootID(t *testing.T) {
 	t.Parallel()
-	f, cloud, o := restartRun(t, true)
+	r, f, cloud, o := restartRun(t, true)
 	f.unknown = errors.New("rpc error: code = Unavailable")
-	if err := o.actions[0].provider(t.Context()); err == nil || !strings.Contains(err.Error(), "not restarting it") {
+	if err := r.doAll(t.Context(), o); err == nil || !strings.Contains(err.Error(), "not restarting it") {
 		t.Errorf("err = %v", err)
 	}
 	if len(cloud.restarted) != 0 {
@@ -168,11 +169,8 @@ func TestRestartOpRefusesWithoutTheBootID(t *testing.T) {
 func TestRestartOpSettledByANewBootID(t *testing.T) {
 	t.Parallel()
 	for _, reboots := range []bool{true, false} {
-		_, _, o := restartRun(t, reboots)
-		if err := o.actions[0].provider(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-		err := o.actions[0].then(t.Context())
+		r, _, _, o := restartRun(t, reboots)
+		err := r.doAll(t.Context(), o)
 		if settled := err == nil; settled != reboots {
 			t.Errorf("rebooted %t: settled %t (%v)", reboots, settled, err)
 		}

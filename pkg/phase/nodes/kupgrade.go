@@ -9,7 +9,7 @@ import (
 	k8supgrade "github.com/siderolabs/go-kubernetes/kubernetes/upgrade"
 
 	"github.com/talosc/talosc/pkg/config"
-	"github.com/talosc/talosc/pkg/ctxwait"
+	"github.com/talosc/talosc/pkg/phase/nodes/kubeupgrade"
 	"github.com/talosc/talosc/pkg/releases"
 	"github.com/talosc/talosc/pkg/state"
 	"github.com/talosc/talosc/pkg/talos/machineconfig"
@@ -54,10 +54,10 @@ func (r *run) upgradeKubernetes(ctx context.Context) error {
 	if err != nil || len(nodes) == 0 {
 		return err
 	}
-	if err := checkNoDowngrade(nodes, target); err != nil {
+	if err := kubeupgrade.CheckNoDowngrade(nodes, target); err != nil {
 		return err
 	}
-	lowest, err := lowestKubernetes(nodes)
+	lowest, err := kubeupgrade.Lowest(nodes)
 	if err != nil || lowest.Compare(target) == 0 {
 		return err
 	}
@@ -78,41 +78,34 @@ func (r *run) upgradeKubernetes(ctx context.Context) error {
 	}
 	r.in.Out.Info("kubernetes %s -> %s (the API server reports %s): %d step(s), %s", lowest, target, api, len(steps), strings.Join(names, ", "))
 	var input machineconfig.Input
-	if !r.in.DryRun {
-		if input, _, err = r.configInput(); err != nil {
+	var at kubeupgrade.Step
+	readInput := func(context.Context) (err error) {
+		input, _, err = r.configInput()
+		return err
+	}
+	var ops []op
+	for _, st := range kubeupgrade.Plan(nodes, lowest, steps) {
+		ops = append(ops, r.kubeStepOps(&input, &at, nodes, st)...)
+	}
+	if err := r.execute(ctx, policy{what: "upgrading kubernetes", order: inOrder, prepare: readInput}, ops); err != nil {
+		if at.Number == 0 {
 			return err
 		}
-	}
-	for _, st := range planKubeSteps(nodes, lowest, steps) {
-		if err := r.kubeStep(ctx, input, nodes, st); err != nil {
-			return fmt.Errorf("kubernetes step %d of %d (%s -> %s): %w", st.number, st.of, st.from, st.version, err)
-		}
+		return fmt.Errorf("kubernetes step %d of %d (%s -> %s): %w", at.Number, at.Of, at.From, at.Version, err)
 	}
 	return nil
 }
 
 // stableAPIVersion waits, for real, until the API answers twice in a row
-// (I-R9: a Talos upgrade has just restarted the control planes), then
-// reads its version.
+// (I-R9: a Talos upgrade has just restarted the control planes:
+// apiStable), then reads its version.
 func (r *run) stableAPIVersion(ctx context.Context) (string, error) {
 	kc, err := r.obs.kubeClient()
 	if err != nil {
 		return "", err
 	}
-	for try, answered := 1, 0; !r.in.DryRun && answered < stableAnswers; try++ {
-		if try > stableTries {
-			return "", fmt.Errorf("kube-api did not stabilize before k8s upgrade: %d tries %s apart", stableTries, r.scaled(stableInterval))
-		}
-		if try > 1 {
-			if err := ctxwait.Sleep(ctx, r.scaled(stableInterval)); err != nil {
-				return "", err
-			}
-		}
-		if up, _ := kc.Probe(ctx, 1, 0); up {
-			answered++
-		} else {
-			answered = 0
-		}
+	if err := r.apiStable(ctx, kc); err != nil {
+		return "", err
 	}
 	return r.apiVersion(ctx, kc)
 }
@@ -134,7 +127,7 @@ func (r *run) apiVersion(ctx context.Context, kc kubeAPI) (string, error) {
 // boots at the target; a worker that is no Kubernetes node is skipped
 // with a message (as the apply skips it, I-R8), a control plane is
 // returned in unseen: an upgrade that would leave it behind is refused.
-func (r *run) kubeNodes(ctx context.Context) (nodes []kubeNode, unseen []string, err error) {
+func (r *run) kubeNodes(ctx context.Context) (nodes []kubeupgrade.Node, unseen []string, err error) {
 	if r.obs.nodesErr != nil {
 		return nil, nil, fmt.Errorf("could not list the Kubernetes nodes (%w): which nodes run which Kubernetes version is unknown; refusing", r.obs.nodesErr)
 	}
@@ -155,7 +148,7 @@ func (r *run) kubeNodes(ctx context.Context) (nodes []kubeNode, unseen []string,
 		if !ok {
 			return nil, nil, fmt.Errorf("no address known for %s: its running Kubernetes version cannot be read; refusing to go on with a node in an unknown state", m.Hostname)
 		}
-		nodes = append(nodes, kubeNode{machine: m, address: addr})
+		nodes = append(nodes, kubeupgrade.Node{Machine: m, Address: addr})
 		if _, ok := r.obs.images[m.Hostname]; !ok {
 			unread = append(unread, m)
 		}
@@ -171,9 +164,9 @@ func (r *run) kubeNodes(ctx context.Context) (nodes []kubeNode, unseen []string,
 		}
 	}
 	for i := range nodes {
-		nodes[i].images = r.obs.images[nodes[i].machine.Hostname]
+		nodes[i].Images = r.obs.images[nodes[i].Machine.Hostname]
 	}
-	orderKubeNodes(nodes)
+	kubeupgrade.Order(nodes)
 	return nodes, unseen, nil
 }
 
@@ -210,32 +203,42 @@ func (r *run) kubeSteps(ctx context.Context, lowest, target config.Version) ([]c
 	return steps, nil
 }
 
-// kubeStep carries out (or, in a dry run, records) one step: its checks,
-// its image pulls, its changes in order, then the bootstrap manifests
-// and, for real, the API server's version. Every step has changes: its
-// version is above the lowest running one.
-func (r *run) kubeStep(ctx context.Context, input machineconfig.Input, nodes []kubeNode, st kubeStep) error {
-	if err := r.kubeChecks(ctx, nodes, st); err != nil {
-		return err
+// kubeStepOps are one step's ops, run in order: its checks (which set at,
+// the step under way), its image pulls, its changes in order, then the
+// bootstrap manifests and, for real, the API server's version. Every step
+// has changes: its version is above the lowest running one. input is the
+// generator's input, read once the rollout starts for real.
+func (r *run) kubeStepOps(input *machineconfig.Input, at *kubeupgrade.Step, nodes []kubeupgrade.Node, st kubeupgrade.Step) []op {
+	step := fmt.Sprintf("(step %d of %d)", st.Number, st.Of)
+	pulls := kubeupgrade.Pulls(nodes, st)
+	pull := state.Change{Action: state.ActionCreate, Kind: KindKubeImages, Name: st.Version.String(), Detail: fmt.Sprintf("pulled ahead on %d node(s) %s", len(pulls), step)}
+	ops := []op{{host: st.Version.String(), actions: []action{
+		{fn: func(ctx context.Context) error {
+			*at = st
+			return r.kubeChecks(ctx, nodes, st)
+		}},
+		{change: &pull, fn: func(ctx context.Context) error { return r.prePull(ctx, pulls) }},
+	}}}
+	for _, ch := range st.Changes {
+		n := &nodes[ch.Index]
+		change := record(st, nodes, ch)
+		ops = append(ops, op{host: n.Machine.Hostname, controlPlane: n.ControlPlane(), actions: []action{{
+			change: &change,
+			fn: func(ctx context.Context) error {
+				return r.upgradeComponent(ctx, *input, n, ch, st.Version)
+			},
+		}}})
 	}
-	step := fmt.Sprintf("(step %d of %d)", st.number, st.of)
-	pulls := pullsOf(nodes, st)
-	pull := state.Change{Action: state.ActionCreate, Kind: KindKubeImages, Name: st.version.String(), Detail: fmt.Sprintf("pulled ahead on %d node(s) %s", len(pulls), step)}
-	if err := r.plan.Do(ctx, pull, func(ctx context.Context) error { return r.prePull(ctx, pulls) }); err != nil {
-		return err
-	}
-	for _, ch := range st.changes {
-		err := r.plan.Do(ctx, st.record(nodes, ch), func(ctx context.Context) error {
-			return r.upgradeComponent(ctx, input, &nodes[ch.node], ch, st.version)
-		})
-		if err != nil {
-			return err
-		}
-	}
-	manifests := state.Change{Action: state.ActionUpdate, Kind: KindKubeManifests, Name: "bootstrap manifests", Detail: fmt.Sprintf("at %s, from %s %s", st.version, r.cp1().Hostname, step), Disruption: state.DisruptionServiceRestart}
-	if err := r.plan.Do(ctx, manifests, r.syncManifests); err != nil || r.in.DryRun {
-		return err
-	}
+	manifests := state.Change{Action: state.ActionUpdate, Kind: KindKubeManifests, Name: "bootstrap manifests", Detail: fmt.Sprintf("at %s, from %s %s", st.Version, r.cp1().Hostname, step), Disruption: state.DisruptionServiceRestart}
+	return append(ops, op{host: st.Version.String(), actions: []action{{
+		change: &manifests,
+		fn:     r.syncManifests,
+		then:   func(ctx context.Context) error { return r.apiAt(ctx, st.Version) },
+	}}})
+}
+
+// apiAt checks that the API server reports version to after its step.
+func (r *run) apiAt(ctx context.Context, to config.Version) error {
 	kc, err := r.obs.kubeClient()
 	if err != nil {
 		return err
@@ -244,8 +247,42 @@ func (r *run) kubeStep(ctx context.Context, input machineconfig.Input, nodes []k
 	if err != nil {
 		return err
 	}
-	if !sameVersion(api, st.version) {
-		return fmt.Errorf("after its step to %s the API server reports version %q; stopping the upgrade", st.version, api)
+	if !kubeupgrade.SameVersion(api, to) {
+		return fmt.Errorf("after its step to %s the API server reports version %q; stopping the upgrade", to, api)
 	}
 	return nil
+}
+
+// componentKind is the plan kind of a component's changes.
+func componentKind(c kubeupgrade.Component) string {
+	switch c {
+	case kubeupgrade.APIServer:
+		return KindKubeAPIServer
+	case kubeupgrade.ControllerManager:
+		return KindKubeControllerManager
+	case kubeupgrade.Scheduler:
+		return KindKubeScheduler
+	case kubeupgrade.Proxy:
+		return KindKubeProxy
+	default:
+		return KindKubelet
+	}
+}
+
+// record is the change's plan entry. A kubelet's name carries the node's
+// role, so that the control planes' kubelets, upgraded first, are listed
+// first.
+func record(st kubeupgrade.Step, nodes []kubeupgrade.Node, ch kubeupgrade.Change) state.Change {
+	n := nodes[ch.Index]
+	name := n.Machine.Hostname
+	if ch.Component == kubeupgrade.Kubelet {
+		name = n.Machine.Role + "/" + name
+	}
+	return state.Change{
+		Action: state.ActionUpdate, Kind: componentKind(ch.Component), Name: name,
+		Detail: fmt.Sprintf("%s -> %s (step %d of %d)", ch.From, st.Version, st.Number, st.Of),
+		// Each component's new image restarts its pod (a static pod, the
+		// kubelet itself).
+		Node: n.Machine.Hostname, Disruption: state.DisruptionServiceRestart,
+	}
 }

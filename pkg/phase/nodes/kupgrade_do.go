@@ -10,6 +10,7 @@ import (
 	k8supgrade "github.com/siderolabs/go-kubernetes/kubernetes/upgrade"
 
 	"github.com/talosc/talosc/pkg/config"
+	"github.com/talosc/talosc/pkg/phase/nodes/kubeupgrade"
 	"github.com/talosc/talosc/pkg/provider"
 	"github.com/talosc/talosc/pkg/talos/machineconfig"
 )
@@ -18,21 +19,21 @@ import (
 // step changes anything: removed flags and feature gates in the control
 // planes' static pods and the kubelets' arguments, and removed API
 // resources still in use. What they find is shown as they word it.
-func (r *run) kubeChecks(ctx context.Context, nodes []kubeNode, st kubeStep) error {
+func (r *run) kubeChecks(ctx context.Context, nodes []kubeupgrade.Node, st kubeupgrade.Step) error {
 	c, kc, err := r.obs.clients(ctx)
 	if err != nil {
 		return err
 	}
-	path, err := k8supgrade.NewPath(st.from.String(), st.version.String())
+	path, err := k8supgrade.NewPath(st.From.String(), st.Version.String())
 	if err != nil {
 		return err
 	}
 	var cps, workers []string
 	for _, n := range nodes {
-		if n.controlPlane() {
-			cps = append(cps, n.address)
+		if n.ControlPlane() {
+			cps = append(cps, n.Address)
 		} else {
-			workers = append(workers, n.address)
+			workers = append(workers, n.Address)
 		}
 	}
 	logf := func(format string, a ...any) { r.in.Out.Info("  %s", fmt.Sprintf(format, a...)) }
@@ -46,48 +47,17 @@ func (r *run) kubeChecks(ctx context.Context, nodes []kubeNode, st kubeStep) err
 	return nil
 }
 
-// imagePull is one image pulled ahead onto one node.
-type imagePull struct {
-	host, address, ref string
-	// system: the kubelet's image goes to containerd's system namespace,
-	// the static pods' to the CRI's.
-	system bool
-}
-
-// pullsOf are the images the step's changes run, by node: the static
-// pods' and the kubelets' (upgrade-k8s's pre-pull; kube-proxy's image is
-// the DaemonSet's, pulled by its pods).
-func pullsOf(nodes []kubeNode, st kubeStep) [][]imagePull {
-	byNode := map[int][]imagePull{}
-	var order []int
-	for _, ch := range st.changes {
-		if ch.component == compProxy {
-			continue
-		}
-		n := nodes[ch.node]
-		if _, ok := byNode[ch.node]; !ok {
-			order = append(order, ch.node)
-		}
-		byNode[ch.node] = append(byNode[ch.node], imagePull{host: n.machine.Hostname, address: n.address, ref: ch.image, system: ch.component == compKubelet})
-	}
-	out := make([][]imagePull, len(order))
-	for i, n := range order {
-		out[i] = byNode[n]
-	}
-	return out
-}
-
 // prePull pulls every node's images, nodes concurrently, so that no
 // component waits for its image while its node is being upgraded.
-func (r *run) prePull(ctx context.Context, pulls [][]imagePull) error {
+func (r *run) prePull(ctx context.Context, pulls [][]kubeupgrade.Pull) error {
 	c, _, err := r.obs.talosSession(ctx)
 	if err != nil {
 		return err
 	}
 	return errors.Join(provider.FanOut(ctx, len(pulls), func(ctx context.Context, i int) error {
 		for _, p := range pulls[i] {
-			if err := c.PullImage(ctx, p.address, p.ref, p.system); err != nil {
-				return fmt.Errorf("pull %s on %s: %w", p.ref, p.host, err)
+			if err := c.PullImage(ctx, p.Address, p.Ref, p.System); err != nil {
+				return fmt.Errorf("pull %s on %s: %w", p.Ref, p.Host, err)
 			}
 		}
 		return nil
@@ -99,32 +69,32 @@ func (r *run) prePull(ctx context.Context, pulls [][]imagePull) error {
 // runs the new configuration and image and is Ready; for a kubelet, until
 // its Node reports the version and is Ready; kube-proxy's image changes
 // only the manifests synced at the end of the step.
-func (r *run) upgradeComponent(ctx context.Context, input machineconfig.Input, n *kubeNode, ch kubeChange, to config.Version) error {
+func (r *run) upgradeComponent(ctx context.Context, input machineconfig.Input, n *kubeupgrade.Node, ch kubeupgrade.Change, to config.Version) error {
 	c, _, err := r.obs.talosSession(ctx)
 	if err != nil {
 		return err
 	}
 	var before uint64
-	if ch.component.staticPod() {
-		if before, err = c.ConfigVersion(ctx, n.address, string(ch.component)); err != nil {
+	if ch.Component.StaticPod() {
+		if before, err = c.ConfigVersion(ctx, n.Address, string(ch.Component)); err != nil {
 			return err
 		}
 	}
-	images := n.images
-	*ch.component.image(&images) = ch.image
-	mc, err := r.generate(input, n.machine, images)
+	images := n.Images
+	*ch.Component.Image(&images) = ch.Image
+	mc, err := r.generate(input, n.Machine, images)
 	if err != nil {
 		return err
 	}
-	if _, err := r.applyConfig(ctx, n.machine, n.address, mc.Bytes()); err != nil {
+	if _, err := r.applyConfig(ctx, n.Machine, n.Address, mc.Bytes()); err != nil {
 		return err
 	}
-	n.images = images
-	r.obs.images[n.machine.Hostname] = images
+	n.Images = images
+	r.obs.images[n.Machine.Hostname] = images
 	switch {
-	case ch.component.staticPod():
-		return r.waitStaticPod(ctx, c, *n, ch.component, to, before)
-	case ch.component == compKubelet:
+	case ch.Component.StaticPod():
+		return r.waitStaticPod(ctx, c, *n, ch.Component, to, before)
+	case ch.Component == kubeupgrade.Kubelet:
 		return r.waitKubelet(ctx, *n, to)
 	}
 	return nil
@@ -148,33 +118,13 @@ func (r *run) syncManifests(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	slices.SortStableFunc(objs, func(a, b map[string]any) int { return cmp.Compare(manifestStage(a), manifestStage(b)) })
+	slices.SortStableFunc(objs, func(a, b map[string]any) int {
+		return cmp.Compare(kubeupgrade.ManifestStage(a), kubeupgrade.ManifestStage(b))
+	})
 	for _, o := range objs {
 		if err := kc.Apply(ctx, o, "talos"); err != nil {
-			return fmt.Errorf("apply %v %s: %w", o["kind"], objectName(o), err)
+			return fmt.Errorf("apply %v %s: %w", o["kind"], kubeupgrade.ObjectName(o), err)
 		}
 	}
 	return nil
-}
-
-// manifestStage orders bootstrap objects for their apply.
-func manifestStage(o map[string]any) int {
-	switch o["kind"] {
-	case "Namespace", "CustomResourceDefinition":
-		return 0
-	case "ConfigMap", "Secret":
-		return 1
-	}
-	return 2
-}
-
-// objectName is an object's namespace/name.
-func objectName(o map[string]any) string {
-	md, _ := o["metadata"].(map[string]any)
-	ns, _ := md["namespace"].(string)
-	n, _ := md["name"].(string)
-	if ns == "" {
-		return n
-	}
-	return ns + "/" + n
 }

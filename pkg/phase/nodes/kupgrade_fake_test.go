@@ -24,6 +24,7 @@ import (
 	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/kube"
 	"github.com/talosc/talosc/pkg/phase"
+	"github.com/talosc/talosc/pkg/phase/nodes/kubeupgrade"
 	"github.com/talosc/talosc/pkg/provider"
 	"github.com/talosc/talosc/pkg/talos/identity"
 	"github.com/talosc/talosc/pkg/talos/machineconfig"
@@ -206,8 +207,8 @@ func (f *kubeFake) ApplyConfiguration(_ context.Context, addr string, data []byt
 		return talosapi.ApplyResult{}, err
 	}
 	line := "apply " + n.host
-	for _, c := range kubeComponents() {
-		before, after := *c.image(&n.images), *c.image(&images)
+	for _, c := range kubeupgrade.Components() {
+		before, after := *c.Image(&n.images), *c.Image(&images)
 		if before != after {
 			line += fmt.Sprintf(" %s=%s", c, after[strings.LastIndex(after, ":")+1:])
 			n.configVersion[string(c)]++
@@ -246,7 +247,7 @@ func (f *kubeFake) Manifests(context.Context, string) ([]map[string]any, error) 
 func (f *kubeFake) Apply(_ context.Context, obj map[string]any, fieldManager string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.log = append(f.log, fmt.Sprintf("%s %v %s", fieldManager, obj["kind"], objectName(obj)))
+	f.log = append(f.log, fmt.Sprintf("%s %v %s", fieldManager, obj["kind"], kubeupgrade.ObjectName(obj)))
 	return nil
 }
 
@@ -288,15 +289,15 @@ func (f *kubeFake) Nodes(context.Context) ([]kube.Node, error) {
 func (f *kubeFake) StaticPods(_ context.Context, component string) ([]kube.StaticPod, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	c := kubeComponent(component)
-	if !c.staticPod() {
+	c := kubeupgrade.Component(component)
+	if !c.StaticPod() {
 		return nil, errors.New("not a static pod")
 	}
 	var out []kube.StaticPod
 	for _, n := range f.nodes {
 		if n.controlPlane {
 			out = append(out, kube.StaticPod{
-				Name: component + "-" + n.host, Node: n.host, HostIP: n.address, Image: *c.image(&n.images),
+				Name: component + "-" + n.host, Node: n.host, HostIP: n.address, Image: *c.Image(&n.images),
 				ConfigVersion: strconv.FormatUint(n.configVersion[component], 10), Ready: f.neverReady != n.host+" "+component,
 			})
 		}

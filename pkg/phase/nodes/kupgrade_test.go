@@ -13,6 +13,7 @@ import (
 
 	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/kube"
+	"github.com/talosc/talosc/pkg/phase/nodes/kubeupgrade"
 	"github.com/talosc/talosc/pkg/talos/machineconfig"
 )
 
@@ -26,18 +27,18 @@ var (
 // out the applies in done ("<host> <component>").
 func wantStep(to string, done ...string) []string {
 	var out []string
-	add := func(host string, c kubeComponent) {
+	add := func(host string, c kubeupgrade.Component) {
 		if !slices.Contains(done, host+" "+string(c)) {
 			out = append(out, fmt.Sprintf("apply %s %s=%s", host, c, to))
 		}
 	}
-	for _, c := range []kubeComponent{compAPIServer, compControllerManager, compScheduler, compProxy} {
+	for _, c := range []kubeupgrade.Component{kubeupgrade.APIServer, kubeupgrade.ControllerManager, kubeupgrade.Scheduler, kubeupgrade.Proxy} {
 		for _, h := range kubeCPs {
 			add(h, c)
 		}
 	}
 	for _, h := range append(slices.Clone(kubeCPs), kubeWorkers...) {
-		add(h, compKubelet)
+		add(h, kubeupgrade.Kubelet)
 	}
 	return append(out, "talos ConfigMap kube-system/coredns", "talos DaemonSet kube-system/kube-proxy")
 }
@@ -46,21 +47,21 @@ func wantStep(to string, done ...string) []string {
 func wantPlan(from, to string, number, of int, done ...string) []string {
 	step := fmt.Sprintf("(step %d of %d)", number, of)
 	out := []string{fmt.Sprintf("create kube:images %s", to)}
-	add := func(kind, name, host string, c kubeComponent) {
+	add := func(kind, name, host string, c kubeupgrade.Component) {
 		if !slices.Contains(done, host+" "+string(c)) {
 			out = append(out, fmt.Sprintf("update %s %s %s -> %s %s", kind, name, from, to, step))
 		}
 	}
-	for _, c := range []kubeComponent{compAPIServer, compControllerManager, compScheduler, compProxy} {
+	for _, c := range []kubeupgrade.Component{kubeupgrade.APIServer, kubeupgrade.ControllerManager, kubeupgrade.Scheduler, kubeupgrade.Proxy} {
 		for _, h := range kubeCPs {
-			add(c.kind(), h, h, c)
+			add(componentKind(c), h, h, c)
 		}
 	}
 	for _, h := range kubeCPs {
-		add(KindKubelet, "controlplane/"+h, h, compKubelet)
+		add(KindKubelet, "controlplane/"+h, h, kubeupgrade.Kubelet)
 	}
 	for _, h := range kubeWorkers {
-		add(KindKubelet, "worker/"+h, h, compKubelet)
+		add(KindKubelet, "worker/"+h, h, kubeupgrade.Kubelet)
 	}
 	return append(out, fmt.Sprintf("update kube:manifests bootstrap manifests at %s, from t-controlplane-01 %s", to, step))
 }

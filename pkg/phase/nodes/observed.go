@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"net/netip"
 	"slices"
 	"sync"
@@ -35,10 +34,6 @@ type observed struct {
 	// running is what each existing desired node runs, by hostname (read
 	// at the versions step; kept current by the upgrades); mu guards it.
 	running map[string]running
-
-	// leaving are the addresses of the control planes a scale-down
-	// removes, by hostname, while they are still members.
-	leaving map[string]string
 
 	// mu guards the memoised clients: a worker pass asks for them from
 	// several goroutines, possibly before the first dial.
@@ -173,17 +168,6 @@ func (o *observed) refreshNodes(ctx context.Context) {
 		o.nodes, err = kc.Nodes(ctx)
 	}
 	o.nodesErr = err
-}
-
-// leavingControlPlanes are the addresses of the control planes still
-// leaving, in hostname order.
-func (o *observed) leavingControlPlanes() []string {
-	hosts := slices.Sorted(maps.Keys(o.leaving))
-	out := make([]string, len(hosts))
-	for i, h := range hosts {
-		out[i] = o.leaving[h]
-	}
-	return out
 }
 
 // kubeNode returns the Kubernetes node called name.

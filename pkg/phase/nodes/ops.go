@@ -4,33 +4,36 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/talosc/talosc/pkg/provider"
 	"github.com/talosc/talosc/pkg/state"
 )
 
-// action is one change to one node: recorded in a dry run, made through
-// the plan in a real run. fn may wait for the node (a reboot settled, a
-// reset finished) and may decide that a failure is safe to go on from (a
-// drain of a NotReady node), returning nil after a warning.
-//
-// A provider call records its own change through the plan (in a dry run
-// too): such an action sets provider, and then for the wait that follows
-// it in a real run, instead of change and fn.
+// action is one change to one node, in one shape. With a change, the
+// change is recorded through the plan and fn makes it in a real run only;
+// without one, fn runs in a dry run too: a provider call that records its
+// own change through the plan, or a read the rollout needs (the checks of
+// a Kubernetes upgrade step). then, if not nil, runs after fn in a real run
+// only: the wait for the change to take (a restart settled), or, with no
+// fn, a read that only a real run needs (a boot ID before a restart). fn
+// may decide that a failure is safe to go on from (a drain of a NotReady
+// node), returning nil after a warning.
 type action struct {
-	change   state.Change
-	fn       func(ctx context.Context) error
-	provider func(ctx context.Context) error
-	then     func(ctx context.Context) error
+	change *state.Change
+	fn     func(ctx context.Context) error
+	then   func(ctx context.Context) error
 }
 
 // do carries out one action.
 func (r *run) do(ctx context.Context, a action) error {
-	if a.provider == nil {
-		return r.plan.Do(ctx, a.change, a.fn)
+	var err error
+	switch {
+	case a.change != nil:
+		err = r.plan.Do(ctx, *a.change, a.fn)
+	case a.fn != nil:
+		err = a.fn(ctx)
 	}
-	if err := a.provider(ctx); err != nil || r.in.DryRun || a.then == nil {
+	if err != nil || r.in.DryRun || a.then == nil {
 		return err
 	}
 	return a.then(ctx)
@@ -41,7 +44,7 @@ func (r *run) do(ctx context.Context, a action) error {
 type op struct {
 	host         string
 	controlPlane bool
-	// pool is the node's pool (a batched rollout groups workers by it).
+	// pool is the node's pool (workersByPool groups workers by it).
 	pool    string
 	actions []action
 	// settled, if not nil, says after the actions ran whether the change
@@ -50,77 +53,150 @@ type op struct {
 	settled func() bool
 }
 
-// rollout is how one kind of change is carried out over its ops.
-type rollout struct {
-	// what names the change in barrier errors ("removing control plane").
-	what string
-	// healthBefore checks the cluster before the first node is touched
-	// (I-R6: a resumed rollout re-establishes the barrier first).
-	healthBefore bool
-	// healthAfterLast also checks after the last control plane (scale-down
-	// does not: I-S11).
-	healthAfterLast bool
-	// serialWorkers takes workers one at a time too (a restart takes the
-	// node away, I-R11); each worker's own actions wait for it.
-	serialWorkers bool
-	// batched takes workers pool by pool, each pool's max_unavailable at
-	// a time (an upgrade drains and reboots them); a failed batch stops
-	// the rollout before the next.
-	batched bool
+// order is how a rollout takes its ops.
+type order int
+
+const (
+	// workersTogether: control planes one at a time, then the workers in
+	// one pass (each action of every worker concurrently, in lockstep, so
+	// the plan reads drains, then resets, then deletes).
+	workersTogether order = iota
+	// workersOneByOne: control planes, then workers, one at a time (a
+	// restart takes the node away, I-R11); each worker's own actions wait
+	// for it.
+	workersOneByOne
+	// workersByPool: control planes one at a time, then the workers pool by
+	// pool, each pool's max_unavailable at a time (an upgrade drains and
+	// reboots them); a failed batch stops the rollout before the next.
+	workersByPool
+	// inOrder: every op one at a time, as listed, whatever its role (a
+	// Kubernetes upgrade takes one component over every node, then the
+	// next); each op's actions wait for it.
+	inOrder
+)
+
+// barrier says where Talos's health check of the control planes
+// (controlPlanesHealthy, no Kubernetes fallback: I-R5, I-S11) stands in a
+// rollout.
+type barrier struct {
+	// before checks the cluster before the first node is touched (I-R6: a
+	// resumed rollout re-establishes the barrier first).
+	before bool
+	// between checks after each control plane but the last (an op whose
+	// settled says it was not disturbed takes none).
+	between bool
+	// afterLast also checks after the last control plane (scale-down does
+	// not: I-S11).
+	afterLast bool
+	// leaving are the control planes a scale-down removes, still etcd
+	// members until they left: the check counts them (KCP's excludeFor,
+	// the other way round).
+	leaving leaving
 }
 
-// execute applies ops: control planes one at a time, each followed by
-// Talos's health check with no Kubernetes fallback (I-R5, I-S11), then the
-// workers in one pass (each action of every worker concurrently, in
-// lockstep, so the plan reads drains, then resets, then deletes). The
-// first control plane that leaves the cluster unhealthy stops the
-// rollout before any other node is touched. A dry run records every
-// action in order and touches nothing.
-func (r *run) execute(ctx context.Context, ro rollout, ops []op) error {
-	cps, workers := byRole(ops)
-	if first := slices.Concat(cps, workers); len(first) > 0 && ro.healthBefore && !r.in.DryRun {
-		if err := r.controlPlanesHealthy(ctx); err != nil {
-			return fmt.Errorf("cluster unhealthy before touching %s; aborting rollout: %w", first[0].host, err)
+// policy is how one kind of change is carried out over its ops: the one
+// value a rollout chooses.
+type policy struct {
+	// what names the change in barrier errors ("removing control plane").
+	what    string
+	order   order
+	barrier barrier
+	// prepare, if not nil, runs before anything, in a real run only (the
+	// installers registered with the Image Factory).
+	prepare func(ctx context.Context) error
+	// after, if not nil, runs once every op is done, in a real run only:
+	// the view refreshed with what the rollout changed.
+	after func(ctx context.Context) error
+}
+
+// execute applies ops as p says: control planes one at a time, each
+// followed (p.barrier) by Talos's health check with no Kubernetes fallback
+// (I-R5, I-S11), then the workers (p.order). The first control plane that
+// leaves the cluster unhealthy stops the rollout before any other node is
+// touched. A dry run records every action in order, touches nothing and
+// waits for nothing. With no ops, only after runs.
+func (r *run) execute(ctx context.Context, p policy, ops []op) error {
+	if len(ops) > 0 && !r.in.DryRun {
+		if err := r.begin(ctx, p, ops[0].host); err != nil {
+			return err
 		}
 	}
+	cps, workers := byRole(ops)
+	if p.order == inOrder {
+		cps, workers = nil, ops
+	}
+	if err := r.controlPlanes(ctx, p, cps); err != nil {
+		return err
+	}
+	for _, batch := range r.workerBatches(p.order, workers) {
+		if err := r.workersInOnePass(ctx, batch); err != nil {
+			return err
+		}
+	}
+	if r.in.DryRun || p.after == nil {
+		return nil
+	}
+	return p.after(ctx)
+}
+
+// controlPlanes runs the control planes' ops one at a time, each followed
+// by the barrier p asks for (a real run only).
+func (r *run) controlPlanes(ctx context.Context, p policy, cps []op) error {
 	for i, o := range cps {
 		if err := r.doAll(ctx, o); err != nil {
 			return err
 		}
-		if r.in.DryRun || (i == len(cps)-1 && !ro.healthAfterLast) || (o.settled != nil && !o.settled()) {
+		if r.in.DryRun || !p.barrier.follows(o, i == len(cps)-1) {
 			continue
 		}
-		if err := r.controlPlanesHealthy(ctx); err != nil {
-			return fmt.Errorf("cluster unhealthy after %s %s; stopping the rollout: %w", ro.what, o.host, err)
-		}
-	}
-	for _, batch := range r.workerBatches(ro, workers) {
-		if err := r.workersInOnePass(ctx, batch); err != nil {
-			return err
+		if err := r.controlPlanesHealthy(ctx, p.barrier.leaving); err != nil {
+			return fmt.Errorf("cluster unhealthy after %s %s; stopping the rollout: %w", p.what, o.host, err)
 		}
 	}
 	return nil
 }
 
-// workerBatches are the worker ops in the groups a rollout takes them in,
-// in order: all at once, one at a time (serialWorkers), or per pool its
-// max_unavailable at a time (batched).
-func (r *run) workerBatches(ro rollout, workers []op) [][]op {
+// follows reports whether the barrier follows control plane o (last: the
+// rollout's last).
+func (b barrier) follows(o op, last bool) bool {
+	return b.between && (!last || b.afterLast) && (o.settled == nil || o.settled())
+}
+
+// begin prepares a real rollout and checks the cluster before first is
+// touched, as p says.
+func (r *run) begin(ctx context.Context, p policy, first string) error {
+	if p.prepare != nil {
+		if err := p.prepare(ctx); err != nil {
+			return err
+		}
+	}
+	if !p.barrier.before {
+		return nil
+	}
+	if err := r.controlPlanesHealthy(ctx, p.barrier.leaving); err != nil {
+		return fmt.Errorf("cluster unhealthy before touching %s; aborting rollout: %w", first, err)
+	}
+	return nil
+}
+
+// workerBatches are the worker ops in the groups the order takes them in.
+func (r *run) workerBatches(ord order, workers []op) [][]op {
 	size := func(op) int { return len(workers) }
-	switch {
-	case ro.serialWorkers:
+	switch ord {
+	case workersOneByOne, inOrder:
 		size = func(op) int { return 1 }
-	case ro.batched:
+	case workersByPool:
 		size = func(o op) int {
 			p, _, _ := r.cfg.PoolOf(o.pool)
 			return p.MaxUnavailable()
 		}
+	case workersTogether:
 	}
 	var out [][]op
 	for i := 0; i < len(workers); {
 		n := max(size(workers[i]), 1)
 		j := i + 1
-		for j < len(workers) && j-i < n && (!ro.batched || workers[j].pool == workers[i].pool) {
+		for j < len(workers) && j-i < n && (ord != workersByPool || workers[j].pool == workers[i].pool) {
 			j++
 		}
 		out = append(out, workers[i:j])
@@ -157,6 +233,9 @@ func (r *run) doAll(ctx context.Context, o op) error {
 // worker still going, then action k+1. A worker whose action failed does
 // no more; the others finish.
 func (r *run) workersInOnePass(ctx context.Context, workers []op) error {
+	if len(workers) == 1 {
+		return r.doAll(ctx, workers[0])
+	}
 	failed := make([]error, len(workers))
 	for k := 0; ; k++ {
 		var idx []int

@@ -10,11 +10,12 @@
 // the cluster (inventory, addresses, Kubernetes nodes, one memoised
 // Kubernetes client and Talos session) lives in observed; what should
 // happen to which node is decided by pure functions (decisions.go,
-// disruption.go, etcdevidence.go, kupgrade_plan.go) and carried out as
-// ops by one executor behind one health barrier (ops.go): control planes
-// one at a time with the cluster healthy before the next, workers in one
-// pass. A dry run only records the ops, so plan is converge with the
-// mutations left out. docs/architecture.md §4 lists the steps.
+// disruption.go, etcdevidence.go, kubeupgrade/plan.go) and carried out as
+// ops by one executor (ops.go), each rollout choosing one policy value
+// (the order of control planes and workers, the health barrier before,
+// between and after); every wait is in barrier.go. A dry run only records
+// the ops, so plan is converge with the mutations left out; a step never
+// calls another. docs/architecture.md §4 lists the steps.
 package nodes
 
 import (

@@ -14,14 +14,9 @@ import (
 // provider restart (reference §3.1 step 11, I-R11). Without --reboot it
 // only warns. With it, one rollout: control planes first, one at a time,
 // each reachable again and the cluster healthy (no Kubernetes fallback)
-// before the next; workers each Ready again. A real run first refreshes
-// the inventory with the machines it created.
+// before the next; workers each Ready again. A real run refreshed the
+// inventory with the machines it created just before (the inventory step).
 func (r *run) reboot(ctx context.Context) error {
-	if !r.in.DryRun {
-		if err := r.obs.refreshInventory(ctx); err != nil {
-			return err
-		}
-	}
 	hosts, err := r.cloud.PendingRestart(ctx, r.obs.inv)
 	if err != nil || len(hosts) == 0 {
 		return err
@@ -51,7 +46,7 @@ func (r *run) reboot(ctx context.Context) error {
 			ops = append(ops, o)
 		}
 	}
-	return r.execute(ctx, rollout{what: "rebooting", healthAfterLast: true, serialWorkers: true}, ops)
+	return r.execute(ctx, policy{what: "rebooting", order: workersOneByOne, barrier: barrier{between: true, afterLast: true}}, ops)
 }
 
 // restartOp restarts one machine through the provider, then waits for its
@@ -66,25 +61,29 @@ func (r *run) restartOp(m config.Machine) (op, bool) {
 	// restart took effect proves nothing). A machine the provider reports
 	// stopped is started, and settled by answering.
 	var before string
-	return op{host: m.Hostname, controlPlane: m.Role == config.RoleControlPlane, actions: []action{{
-		provider: func(ctx context.Context) error {
-			if !r.in.DryRun {
-				var err error
-				if before, err = r.bootIDBefore(ctx, m, machine); err != nil {
-					return err
-				}
-				r.in.Out.Info("restarting %s to apply its pending sizing or NIC changes", m.Hostname)
+	return op{host: m.Hostname, controlPlane: m.Role == config.RoleControlPlane, actions: []action{
+		{then: func(ctx context.Context) (err error) {
+			if before, err = r.bootIDBefore(ctx, m, machine); err != nil {
+				return err
 			}
-			return r.cloud.RestartMachine(ctx, machine, r.plan)
-		},
-		then: func(ctx context.Context) error {
-			if err := r.nodeBack(ctx, m, before, r.scaled(settleGrace)); err != nil {
-				return fmt.Errorf("cluster unhealthy after rebooting %s; stopping the rollout: %w", m.Hostname, err)
-			}
+			r.in.Out.Info("restarting %s to apply its pending sizing or NIC changes", m.Hostname)
 			return nil
+		}},
+		{
+			fn: func(ctx context.Context) error { return r.cloud.RestartMachine(ctx, machine, r.plan) },
+			then: func(ctx context.Context) error {
+				if err := r.nodeBack(ctx, m, before, r.scaled(settleGrace)); err != nil {
+					return fmt.Errorf("cluster unhealthy after rebooting %s; stopping the rollout: %w", m.Hostname, err)
+				}
+				return nil
+			},
 		},
-	}}}, true
+	}}, true
 }
+
+// refreshInventory reads the inventory again, with the machines this run
+// created.
+func (r *run) refreshInventory(ctx context.Context) error { return r.obs.refreshInventory(ctx) }
 
 // bootIDBefore is m's boot id before its restart; "" for a machine the
 // provider reports stopped. A running machine whose boot id cannot be

@@ -56,6 +56,11 @@ type run struct {
 	// control plane then joins a running etcd; on a first build it does
 	// not disturb anything).
 	upAtDiscover bool
+	// moved: the Talos rollout just run moved nodes onto a new version,
+	// so the configurations are rolled out again in the step after.
+	moved bool
+	// move is the API endpoint's move, read once (movedEndpoint).
+	move *endpointMove
 }
 
 func newRun(in *phase.Input, cloud provider.Cloud) *run {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -29,8 +30,7 @@ func (r *run) scaleDown(ctx context.Context) error {
 		return err
 	}
 	ops := make([]op, 0, len(removals))
-	r.obs.leaving = map[string]string{}
-	defer func() { r.obs.leaving = nil }()
+	gone := leaving{}
 	for _, rm := range removals {
 		f := r.removalFacts(rm)
 		d, err := planRemoval(f)
@@ -42,22 +42,22 @@ func (r *run) scaleDown(ctx context.Context) error {
 				return err
 			}
 		}
-		ops = append(ops, r.removalOp(d))
+		ops = append(ops, r.removalOp(d, gone))
 		if d.controlPlane && d.address != "" {
-			r.obs.leaving[d.host] = d.address
+			gone[d.host] = d.address
 		}
 	}
-	if err := r.execute(ctx, rollout{what: "removing control plane"}, ops); err != nil {
-		return err
-	}
-	if r.in.DryRun {
-		return nil
-	}
+	return r.execute(ctx, policy{what: "removing control plane", barrier: barrier{between: true, leaving: gone}, after: r.afterScaleDown}, ops)
+}
+
+// afterScaleDown refreshes the view: the removed nodes and machines are
+// gone.
+func (r *run) afterScaleDown(ctx context.Context) error {
 	r.obs.refreshNodes(ctx)
 	if err := r.obs.refreshInventory(ctx); err != nil {
 		return err
 	}
-	r.out.Machines = r.obs.inv.Machines // the removed ones are gone
+	r.out.Machines = r.obs.inv.Machines
 	return nil
 }
 
@@ -98,24 +98,22 @@ func (r *run) removalFacts(rm preflight.Removal) removalFacts {
 }
 
 // removalOp is one node's removal: drain, reset, Node delete, machine
-// delete, each only when decided.
-func (r *run) removalOp(d removal) op {
+// delete, each only when decided; a control plane's reset takes it out of
+// gone once it left etcd.
+func (r *run) removalOp(d removal, gone leaving) op {
 	o := op{host: d.host, controlPlane: d.controlPlane}
 	if d.drain {
-		o.actions = append(o.actions, action{
-			change: state.Change{Action: state.ActionUpdate, Kind: KindKubeNode, Name: d.host, Detail: "drain: cordon, evict its pods (PodDisruptionBudgets respected)", Disruption: state.DisruptionServiceRestart},
-			fn:     func(ctx context.Context) error { return r.drain(ctx, d) },
-		})
+		o.actions = append(o.actions, r.drainAction(d.host, r.drainFailed(d)))
 	}
 	if d.reset {
 		o.actions = append(o.actions, action{
-			change: state.Change{Action: state.ActionDelete, Kind: KindTalosNode, Name: d.host, Detail: "graceful reset: leave etcd, wipe, shut down"},
-			fn:     func(ctx context.Context) error { return r.reset(ctx, d) },
+			change: &state.Change{Action: state.ActionDelete, Kind: KindTalosNode, Name: d.host, Detail: "graceful reset: leave etcd, wipe, shut down"},
+			fn:     func(ctx context.Context) error { return r.reset(ctx, d, gone) },
 		})
 	}
 	if d.deleteNode {
 		o.actions = append(o.actions, action{
-			change: state.Change{Action: state.ActionDelete, Kind: KindKubeNode, Name: d.host, Detail: "the Kubernetes Node object"},
+			change: &state.Change{Action: state.ActionDelete, Kind: KindKubeNode, Name: d.host, Detail: "the Kubernetes Node object"},
 			fn: func(ctx context.Context) error {
 				kc, err := r.obs.kubeClient()
 				if err != nil {
@@ -133,25 +131,23 @@ func (r *run) removalOp(d removal) op {
 		})
 	}
 	if m, ok := r.obs.inv.Find(d.host); ok && d.deleteMachine {
-		o.actions = append(o.actions, action{provider: func(ctx context.Context) error {
+		o.actions = append(o.actions, action{fn: func(ctx context.Context) error {
 			return r.cloud.DeleteMachine(ctx, m, r.plan)
 		}})
 	}
 	return o
 }
 
-// drain drains the node; a failure is fatal unless the node is NotReady
-// (I-S4: a Ready or unknown node may be live).
-func (r *run) drain(ctx context.Context, d removal) error {
-	err := r.drainNode(ctx, d.host)
-	if err == nil {
-		return nil
+// drainFailed: a failed drain is fatal unless the node is NotReady (I-S4:
+// a Ready or unknown node may be live).
+func (r *run) drainFailed(d removal) func(error) error {
+	return func(err error) error {
+		if d.kube == kubeNotReady {
+			r.in.Out.Warn("drain of %s failed (%v); it is NotReady, going on", d.host, err)
+			return nil
+		}
+		return fmt.Errorf("drain of %s failed and node is %s; aborting to protect a potentially live node: %w", d.host, d.kube, err)
 	}
-	if d.kube == kubeNotReady {
-		r.in.Out.Warn("drain of %s failed (%v); it is NotReady, going on", d.host, err)
-		return nil
-	}
-	return fmt.Errorf("drain of %s failed and node is %s; aborting to protect a potentially live node: %w", d.host, d.kube, err)
 }
 
 // drainNode cordons host and evicts its pods (kubectl drain
@@ -181,18 +177,15 @@ func (r *run) drainNode(ctx context.Context, host string) error {
 // list proves it left (I-S8); a worker's failed reset is only a warning
 // (its machine is deleted anyway). A control plane that reset but is
 // still listed (its leave was lost) is removed from etcd by id.
-func (r *run) reset(ctx context.Context, d removal) error {
+func (r *run) reset(ctx context.Context, d removal, gone leaving) error {
 	c, _, err := r.obs.talosSession(ctx)
 	if err != nil {
 		return err
 	}
 	if d.controlPlane {
-		// Hand etcd leadership away first, so the member leaving is not
-		// the leader (Omni's graceful leave); Talos's own leave would
-		// cope, at the cost of an election mid-leave.
-		if ferr := c.EtcdForfeitLeadership(ctx, d.address); ferr != nil {
-			r.in.Out.Warn("%s: etcd leadership not handed over (%v); its reset leaves etcd anyway", d.host, ferr)
-		}
+		// Talos's own leave would cope, at the cost of an election
+		// mid-leave.
+		r.forfeitLeadership(ctx, c, d.host, d.address, "its reset leaves etcd anyway")
 	}
 	r.in.Out.Info("resetting %s", d.host)
 	err = c.Reset(ctx, d.address, talosapi.ResetOptions{
@@ -214,14 +207,28 @@ func (r *run) reset(ctx context.Context, d removal) error {
 	case found && err != nil:
 		return fmt.Errorf("reset of control plane %s failed and it is still an etcd member (id %016x); not deleting its machine: %w", d.host, member.ID, err)
 	case found:
-		delete(r.obs.leaving, d.host)
+		delete(gone, d.host)
 		return r.plan.Do(ctx, state.Change{Action: state.ActionDelete, Kind: KindEtcdMember, Name: d.host, Detail: fmt.Sprintf("id %016x, still listed after its reset", member.ID)},
 			func(ctx context.Context) error { return r.removeMember(ctx, member.ID) })
 	case err != nil:
 		r.in.Out.Warn("reset of control plane %s failed (%v), but the etcd member list proves it left; deleting it", d.host, err)
 	}
-	delete(r.obs.leaving, d.host)
+	delete(gone, d.host)
 	return nil
+}
+
+// leaving are the addresses of the control planes a scale-down removes,
+// by hostname, while they are still etcd members.
+type leaving map[string]string
+
+// addresses are the leaving control planes' addresses, in hostname order.
+func (l leaving) addresses() []string {
+	hosts := slices.Sorted(maps.Keys(l))
+	out := make([]string, len(hosts))
+	for i, h := range hosts {
+		out[i] = l[h]
+	}
+	return out
 }
 
 // provedGone refuses to delete an addressless control plane unless the

@@ -103,8 +103,8 @@ func TestResetControlPlane(t *testing.T) {
 			r, log := fakeRun(t, false)
 			fake := &resetTalos{etcdTalos: etcdTalos{fakeTalos: fakeTalos{log: log}, members: tc.members, err: tc.listErr}, resetErr: tc.resetErr}
 			r.obs.seams.dialTalos = func(context.Context, *identity.Identity, string, string) (talosAPI, error) { return fake, nil }
-			r.obs.leaving = map[string]string{"t-controlplane-04": "127.0.0.40"}
-			err := r.reset(t.Context(), removal{removalFacts: removalFacts{host: "t-controlplane-04", controlPlane: tc.controlPlane, address: "127.0.0.40"}})
+			gone := leaving{"t-controlplane-04": "127.0.0.40"}
+			err := r.reset(t.Context(), removal{removalFacts: removalFacts{host: "t-controlplane-04", controlPlane: tc.controlPlane, address: "127.0.0.40"}}, gone)
 			switch {
 			case tc.refused == "" && err != nil:
 				t.Errorf("refused: %v", err)

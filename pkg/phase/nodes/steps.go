@@ -31,15 +31,19 @@ func (r *run) steps() []step {
 		{"versions", (*run).isUp, (*run).checkVersions},
 		{"uncordon", (*run).isUp, (*run).uncordon},
 		{"scale-down", (*run).isUp, (*run).scaleDown},
-		{"apply", (*run).isUp, (*run).applyConfigs},
+		{"move-endpoint", (*run).endpointMoves, (*run).moveEndpoint},
+		{"apply", (*run).endpointStays, (*run).applyConfigs},
 		{"upgrade-talos", (*run).isUp, (*run).upgradeTalos},
+		{"apply-after-upgrade", (*run).talosMoved, (*run).applyMoved},
 		{"upgrade-kubernetes", (*run).isUp, (*run).upgradeKubernetes},
 		{"compute", nil, (*run).compute},
-		{"addresses", nil, (*run).resolveAddresses},
+		{"addresses", (*run).isRealRun, (*run).resolveAddresses},
 		{"talosconfig", nil, (*run).writeTalosconfig},
 		{"bootstrap", (*run).notUp, (*run).bootstrap},
 		{"health", (*run).isRealRun, (*run).health},
 		{"reinstall", (*run).isRealRun, (*run).reinstall},
+		{"apply-after-reinstall", (*run).talosMoved, (*run).applyMoved},
+		{"inventory", (*run).isRealRun, (*run).refreshInventory},
 		{"reboot", (*run).rebootWanted, (*run).reboot},
 		{"finalize", (*run).isRealRun, (*run).finalize},
 	}
@@ -77,3 +81,10 @@ func (r *run) notUp() bool { return !r.out.Up && !r.out.Bootstrapped }
 // rebootWanted: a cluster that is up (a plan of one lists the restarts),
 // or a converge that just made it healthy.
 func (r *run) rebootWanted() bool { return r.out.Up }
+
+// finalize runs the provider's last step on a healthy cluster (Proxmox:
+// the per-VM cidata ISOs go), on the inventory the reboot step refreshed
+// with this run's machines.
+func (r *run) finalize(ctx context.Context) error {
+	return r.cloud.FinalizeMachines(ctx, r.obs.inv, r.plan)
+}

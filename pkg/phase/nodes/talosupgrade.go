@@ -42,20 +42,18 @@ type talosUpgrade struct {
 // the new image, drain, reboot, wait for its new boot at the new version
 // and schematic, uncordon. A node whose install fails, or that comes
 // back on its old version, stops the rollout.
-func (r *run) upgradeTalos(ctx context.Context) error { return r.rollOutTalos(ctx, true) }
+func (r *run) upgradeTalos(ctx context.Context) error { return r.rollOutTalos(ctx, workersByPool) }
 
-// rollOutTalos upgrades the nodes that need it; batched takes the workers
-// max_unavailable at a time, else in one pass (workers that joined in
-// this very run serve nothing yet).
-func (r *run) rollOutTalos(ctx context.Context, batched bool) error {
+// rollOutTalos upgrades the nodes that need it, taking the workers as
+// workers says. A real rollout onto a new version says so (talosMoved):
+// the configurations follow the document layout of the new version, in
+// the step after.
+func (r *run) rollOutTalos(ctx context.Context, workers order) error {
 	ups, err := r.talosUpgrades()
 	if err != nil || len(ups) == 0 {
 		return err
 	}
 	if err := r.etcdAllowsUpgrade(ctx, ups); err != nil {
-		return err
-	}
-	if err := r.registerPlan(ctx); err != nil {
 		return err
 	}
 	ops := make([]op, len(ups))
@@ -64,17 +62,22 @@ func (r *run) rollOutTalos(ctx context.Context, batched bool) error {
 		ops[i] = r.talosUpgradeOp(u)
 		newVersion = newVersion || u.from.talos != u.to
 	}
-	if err := r.execute(ctx, rollout{what: "upgrading", healthBefore: true, healthAfterLast: true, batched: batched}, ops); err != nil {
-		return err
-	}
-	if r.in.DryRun {
+	after := func(ctx context.Context) error {
+		r.obs.refreshNodes(ctx)
+		r.moved = newVersion
 		return nil
 	}
-	r.obs.refreshNodes(ctx)
-	if !newVersion {
-		return nil
-	}
-	// The configurations follow the document layout of the new version.
+	return r.execute(ctx, policy{what: "upgrading", order: workers, prepare: r.registerPlan, barrier: barrier{before: true, between: true, afterLast: true}, after: after}, ops)
+}
+
+// talosMoved reports that the Talos rollout just before moved nodes onto
+// a new version.
+func (r *run) talosMoved() bool { return r.moved }
+
+// applyMoved rolls the configurations out again after a Talos rollout onto
+// a new version (their document layout follows the version).
+func (r *run) applyMoved(ctx context.Context) error {
+	r.moved = false
 	return r.applyConfigs(ctx)
 }
 
@@ -99,7 +102,7 @@ func (r *run) reinstall(ctx context.Context) error {
 	if err := r.readRunning(ctx, true); err != nil {
 		return err
 	}
-	return r.rollOutTalos(ctx, false)
+	return r.rollOutTalos(ctx, workersTogether)
 }
 
 // etcdAllowsUpgrade refuses a control-plane upgrade that etcd cannot
@@ -160,11 +163,8 @@ func installerOf(plan *factory.InstallerPlan, pool string) (ref, schematic strin
 }
 
 // registerPlan registers every installer's schematic with the Image
-// Factory before a node pulls one (a plan only reads).
+// Factory before a node pulls one.
 func (r *run) registerPlan(ctx context.Context) error {
-	if r.in.DryRun {
-		return nil
-	}
 	installers, err := Installers(r.cfg)
 	if err != nil {
 		return err
@@ -184,7 +184,7 @@ func (r *run) talosUpgradeOp(u talosUpgrade) op {
 	cp := m.Role == config.RoleControlPlane
 	return op{host: host, controlPlane: cp, pool: m.Pool, actions: []action{
 		{
-			change: state.Change{Action: state.ActionUpdate, Kind: KindTalosNode, Name: host, Detail: upgradeDetail(u)},
+			change: &state.Change{Action: state.ActionUpdate, Kind: KindTalosNode, Name: host, Detail: upgradeDetail(u)},
 			fn: func(ctx context.Context) error {
 				c, _, err := r.obs.talosSession(ctx)
 				if err != nil {
@@ -197,29 +197,14 @@ func (r *run) talosUpgradeOp(u talosUpgrade) op {
 				return nil
 			},
 		},
+		r.drainAction(host, func(err error) error {
+			return fmt.Errorf("drain of %s before its reboot failed; not rebooting it: %w", host, err)
+		}),
 		{
-			change: state.Change{Action: state.ActionUpdate, Kind: KindKubeNode, Name: host, Detail: "drain: cordon, evict its pods (PodDisruptionBudgets respected)", Disruption: state.DisruptionServiceRestart},
-			fn: func(ctx context.Context) error {
-				if err := r.drainNode(ctx, host); err != nil {
-					return fmt.Errorf("drain of %s before its reboot failed; not rebooting it: %w", host, err)
-				}
-				return nil
-			},
-		},
-		{
-			change: state.Change{Action: state.ActionUpdate, Kind: KindTalosNode, Name: host, Detail: fmt.Sprintf("reboot into %s, wait for its new boot", u.to), Disruption: state.DisruptionReboot},
+			change: &state.Change{Action: state.ActionUpdate, Kind: KindTalosNode, Name: host, Detail: fmt.Sprintf("reboot into %s, wait for its new boot", u.to), Disruption: state.DisruptionReboot},
 			fn:     func(ctx context.Context) error { return r.rebootInto(ctx, u) },
 		},
-		{
-			change: state.Change{Action: state.ActionUpdate, Kind: KindKubeNode, Name: host, Detail: "uncordon"},
-			fn: func(ctx context.Context) error {
-				kc, err := r.obs.kubeClient()
-				if err != nil {
-					return err
-				}
-				return kc.Uncordon(ctx, host)
-			},
-		},
+		r.uncordonAction(host, "uncordon"),
 	}}
 }
 

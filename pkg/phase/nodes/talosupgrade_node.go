@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/talosc/talosc/pkg/config"
-	"github.com/talosc/talosc/pkg/ctxwait"
 	"github.com/talosc/talosc/pkg/talos/talosapi"
 )
 
@@ -22,9 +21,7 @@ func (r *run) rebootInto(ctx context.Context, u talosUpgrade) error {
 		return err
 	}
 	if m.Role == config.RoleControlPlane && r.cfg.ControlPlane.Count > 1 {
-		if ferr := c.EtcdForfeitLeadership(ctx, u.address); ferr != nil {
-			r.in.Out.Warn("%s: etcd leadership not handed over (%v); rebooting it anyway", m.Hostname, ferr)
-		}
+		r.forfeitLeadership(ctx, c, m.Hostname, u.address, "rebooting it anyway")
 	}
 	r.in.Out.Info("rebooting %s into %s", m.Hostname, u.to)
 	prev, err := c.Reboot(ctx, u.address)
@@ -50,39 +47,6 @@ func (r *run) rebootInto(ctx context.Context, u talosUpgrade) error {
 		return fmt.Errorf("%s did not come back after its upgrade; stopping the rollout: %w", m.Hostname, err)
 	}
 	return r.installedImage(ctx, c, u)
-}
-
-// installedImage waits, within the settle grace, for a node that booted
-// again to report the new version and schematic (its extensions' state
-// may lag its API after a boot: Omni's checkInstalledImage polls too). A
-// node that keeps reporting its old installation was rolled back by
-// Talos; one whose version or schematic cannot be read is unknown. Both
-// stop the rollout.
-func (r *run) installedImage(ctx context.Context, c talosAPI, u talosUpgrade) error {
-	host := u.machine.Hostname
-	deadline := time.Now().Add(r.scaled(settleGrace))
-	pause := ctxwait.NewBackoff(r.scaled(settlePoll))
-	for {
-		v, err := c.Version(ctx, u.address)
-		if err != nil {
-			return fmt.Errorf("%s came back, but its version cannot be read: %w", host, err)
-		}
-		s, err := c.Schematic(ctx, u.address)
-		if err != nil {
-			return fmt.Errorf("%s came back, but its schematic cannot be read: %w", host, err)
-		}
-		if v == u.to && s == u.schematic {
-			r.obs.setRunning(host, running{talos: v, schematic: s})
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s came back on %s (schematic %s), not %s (schematic %s): Talos rolled the upgrade back; stopping the rollout",
-				host, v, shortID(s), u.to, shortID(u.schematic))
-		}
-		if err := pause.Sleep(ctx); err != nil {
-			return err
-		}
-	}
 }
 
 // rebootAttempts is how often a reboot whose answer was lost and that

@@ -190,8 +190,8 @@ func upgradeOps(r *run) []op {
 	return ops
 }
 
-func upgradeRollout() rollout {
-	return rollout{what: "upgrading", healthBefore: true, healthAfterLast: true, batched: true}
+func upgradeRollout() policy {
+	return policy{what: "upgrading", order: workersByPool, barrier: barrier{before: true, between: true, afterLast: true}}
 }
 
 // nodeSteps is each host's install, drain, reboot, uncordon.

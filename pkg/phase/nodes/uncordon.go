@@ -3,36 +3,23 @@ package nodes
 import (
 	"context"
 
-	"github.com/talosc/talosc/pkg/state"
+	"github.com/talosc/talosc/pkg/config"
 )
 
 // uncordon lifts leftover cordons on the nodes cluster.yaml keeps
 // (I-R10): converge never cordons a node it keeps, so a cordon is a
 // leftover (an interrupted drain, or a manual one), and check reports it.
+// One node at a time, in desired order, no barrier; the first failure
+// stops.
 func (r *run) uncordon(ctx context.Context) error {
-	lifted := false
-	defer func() {
-		if lifted && !r.in.DryRun {
-			r.obs.refreshNodes(ctx)
-		}
-	}()
+	var ops []op
 	for _, m := range r.desired {
-		n, ok := r.obs.kubeNode(m.Hostname)
-		if !ok || !n.Unschedulable {
-			continue
+		if n, ok := r.obs.kubeNode(m.Hostname); ok && n.Unschedulable {
+			ops = append(ops, op{host: m.Hostname, controlPlane: m.Role == config.RoleControlPlane, actions: []action{r.uncordonAction(m.Hostname, "uncordon (a leftover cordon)")}})
 		}
-		err := r.plan.Do(ctx, state.Change{Action: state.ActionUpdate, Kind: KindKubeNode, Name: m.Hostname, Detail: "uncordon (a leftover cordon)"},
-			func(ctx context.Context) error {
-				kc, err := r.obs.kubeClient()
-				if err != nil {
-					return err
-				}
-				return kc.Uncordon(ctx, m.Hostname)
-			})
-		if err != nil {
-			return err
-		}
-		lifted = true
 	}
-	return nil
+	if len(ops) == 0 {
+		return nil
+	}
+	return r.execute(ctx, policy{what: "uncordoning", order: inOrder, after: r.refreshNodes}, ops)
 }
