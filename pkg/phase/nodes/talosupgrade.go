@@ -10,6 +10,7 @@ import (
 	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/state"
 	"github.com/talosc/talosc/pkg/talos/factory"
+	"github.com/talosc/talosc/pkg/talos/machineconfig"
 	"github.com/talosc/talosc/pkg/upgrade"
 )
 
@@ -124,7 +125,7 @@ func (r *run) etcdAllowsUpgrade(ctx context.Context, ups []talosUpgrade) error {
 // talosUpgrades decides which existing nodes need an upgrade, in desired
 // order (control planes first).
 func (r *run) talosUpgrades() ([]talosUpgrade, error) {
-	installers, err := Installers(r.cfg)
+	installers, err := machineconfig.Installers(r.cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -165,7 +166,7 @@ func (r *run) registerPlan(ctx context.Context) error {
 	if r.in.DryRun {
 		return nil
 	}
-	installers, err := Installers(r.cfg)
+	installers, err := machineconfig.Installers(r.cfg)
 	if err != nil {
 		return err
 	}
