@@ -13,7 +13,6 @@ import (
 
 	"github.com/talosc/talosc/pkg/cli"
 	"github.com/talosc/talosc/pkg/config"
-	"github.com/talosc/talosc/pkg/phase/nodes"
 	"github.com/talosc/talosc/pkg/plugin"
 	"github.com/talosc/talosc/pkg/talos/identity"
 	"github.com/talosc/talosc/pkg/talos/machineconfig"
@@ -98,7 +97,7 @@ func (o *ConfigsOptions) Run(ctx context.Context) error {
 	for _, w := range cfg.Warnings {
 		fmt.Fprintf(o.Streams.ErrOut, "WARNING: %s\n", w)
 	}
-	in, err := o.input(cfg)
+	api, err := o.api(cfg)
 	if err != nil {
 		return err
 	}
@@ -106,19 +105,19 @@ func (o *ConfigsOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	talosEndpoint, err := o.talosEndpoint(cfg, in)
+	in, _, err := machineconfig.Assemble(cfg, id, api, "")
 	if err != nil {
 		return err
 	}
-	in.Secrets = id.Bundle()
-	if pass, ok := id.DiskEncryptionPassphrase(); ok {
-		in.DiskEncryptionPassphrase = config.Secret(pass)
+	talosEndpoint, err := o.talosEndpoint(cfg, &in)
+	if err != nil {
+		return err
 	}
 	if err := os.MkdirAll(o.Out, 0o700); err != nil {
 		return fmt.Errorf("create %s: %w", o.Out, err)
 	}
 	for _, m := range cfg.Hostnames() {
-		c, err := machineconfig.Generate(*in, machineconfig.Node{Machine: m, TalosVersion: cfg.Talos.Version, KubernetesVersion: cfg.Kubernetes.Version})
+		c, err := machineconfig.Generate(in, machineconfig.Node{Machine: m, TalosVersion: cfg.Talos.Version, KubernetesVersion: cfg.Kubernetes.Version})
 		if err != nil {
 			return err
 		}
@@ -139,9 +138,9 @@ func (o *ConfigsOptions) Run(ctx context.Context) error {
 	return nil
 }
 
-// input resolves the API addresses and the installer images.
-func (o *ConfigsOptions) input(cfg *config.Cluster) (*machineconfig.Input, error) {
-	in := &machineconfig.Input{Cluster: cfg, AdvertisedAddress: o.Endpoint}
+// api resolves the API addresses from the flags and cluster.yaml.
+func (o *ConfigsOptions) api(cfg *config.Cluster) (machineconfig.API, error) {
+	api := machineconfig.API{Advertised: o.Endpoint}
 	vip := cfg.Network.Cluster.KubeAPIVIP
 	if cfg.Network.External != nil && cfg.Network.External.KubeAPIVIP.IsValid() {
 		vip = cfg.Network.External.KubeAPIVIP
@@ -149,26 +148,21 @@ func (o *ConfigsOptions) input(cfg *config.Cluster) (*machineconfig.Input, error
 	if o.VIP != "" {
 		v, err := netip.ParseAddr(o.VIP)
 		if err != nil {
-			return nil, cli.Usagef("--vip %q: %v", o.VIP, err)
+			return machineconfig.API{}, cli.Usagef("--vip %q: %v", o.VIP, err)
 		}
 		vip = v
 	}
 	if !vip.IsValid() {
-		return nil, cli.Usagef("--vip is required: on %s the API VIP is the %s-kubeapi port's fixed address, which the network phase reports", cfg.Provider(), cfg.Name)
+		return machineconfig.API{}, cli.Usagef("--vip is required: on %s the API VIP is the %s-kubeapi port's fixed address, which the network phase reports", cfg.Provider(), cfg.Name)
 	}
-	in.VIP = vip
-	if in.AdvertisedAddress == "" {
+	api.VIP = vip
+	if api.Advertised == "" {
 		if cfg.Provider() == config.ProviderOpenStack {
-			return nil, cli.Usagef("--endpoint is required: on openstack the API is advertised on the %s-kubeapi floating IP, which the network phase reports", cfg.Name)
+			return machineconfig.API{}, cli.Usagef("--endpoint is required: on openstack the API is advertised on the %s-kubeapi floating IP, which the network phase reports", cfg.Name)
 		}
-		in.AdvertisedAddress = vip.String()
+		api.Advertised = vip.String()
 	}
-	plan, err := nodes.Installers(cfg)
-	if err != nil {
-		return nil, err
-	}
-	in.Installers = plan.ByPool
-	return in, nil
+	return api, nil
 }
 
 // talosEndpoint picks talosconfig's one endpoint (never the VIP).

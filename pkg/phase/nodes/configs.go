@@ -3,29 +3,12 @@ package nodes
 import (
 	"context"
 	"fmt"
-	"net/netip"
 
 	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/phase/nodes/kubeupgrade"
 	"github.com/talosc/talosc/pkg/talos/factory"
-	"github.com/talosc/talosc/pkg/talos/identity"
 	"github.com/talosc/talosc/pkg/talos/machineconfig"
 )
-
-// Installers resolves every pool's installer image at the cluster's Image
-// Factory (talos.image_factory: the registry host of the installer
-// references).
-func Installers(cfg *config.Cluster) (*factory.InstallerPlan, error) {
-	host, err := factory.RegistryHost(cfg.ImageFactoryURL())
-	if err != nil {
-		return nil, fmt.Errorf("image factory %s (talos.image_factory): %w", cfg.ImageFactoryURL(), err)
-	}
-	platform, err := factory.PlatformFor(cfg.Provider())
-	if err != nil {
-		return nil, err
-	}
-	return factory.Installers(cfg, factory.InstallerOptions{Host: host, Platform: platform})
-}
 
 // registerInstallers registers every installer's schematic with the Image
 // Factory (idempotent; the factory serves installers of known schematics
@@ -43,31 +26,11 @@ func registerInstallers(ctx context.Context, fc *factory.Client, plan *factory.I
 	return nil
 }
 
-// ConfigInput is the generation input every node of the cluster shares.
-func ConfigInput(cfg *config.Cluster, id *identity.Identity, advertised string, vip netip.Addr, installers map[string]string, project string) machineconfig.Input {
-	in := machineconfig.Input{
-		Cluster:           cfg,
-		Secrets:           id.Bundle(),
-		AdvertisedAddress: advertised,
-		VIP:               vip,
-		Installers:        installers,
-		OpenStackProject:  project,
-	}
-	if pass, ok := id.DiskEncryptionPassphrase(); ok {
-		in.DiskEncryptionPassphrase = config.Secret(pass)
-	}
-	return in
-}
-
 // configInput is the generation input of the run's nodes and the installer
 // plan it took every pool's installer from; obs.hasEndpoint must hold.
 func (r *run) configInput() (machineconfig.Input, *factory.InstallerPlan, error) {
-	installers, err := Installers(r.cfg)
-	if err != nil {
-		return machineconfig.Input{}, nil, err
-	}
 	k := r.obs.netKubernetes()
-	return ConfigInput(r.cfg, r.id, k.Advertised, k.VIP, installers.ByPool, r.cloud.Project()), installers, nil
+	return machineconfig.Assemble(r.cfg, r.id, machineconfig.API{Advertised: k.Advertised, VIP: k.VIP}, r.cloud.Project())
 }
 
 // generate is m's configuration for the Talos version it runs (the pin

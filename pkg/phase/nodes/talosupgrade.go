@@ -10,6 +10,7 @@ import (
 	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/state"
 	"github.com/talosc/talosc/pkg/talos/factory"
+	"github.com/talosc/talosc/pkg/talos/machineconfig"
 	"github.com/talosc/talosc/pkg/upgrade"
 )
 
@@ -127,7 +128,7 @@ func (r *run) etcdAllowsUpgrade(ctx context.Context, ups []talosUpgrade) error {
 // talosUpgrades decides which existing nodes need an upgrade, in desired
 // order (control planes first).
 func (r *run) talosUpgrades() ([]talosUpgrade, error) {
-	installers, err := Installers(r.cfg)
+	installers, err := machineconfig.Installers(r.cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -165,7 +166,7 @@ func installerOf(plan *factory.InstallerPlan, pool string) (ref, schematic strin
 // registerPlan registers every installer's schematic with the Image
 // Factory before a node pulls one.
 func (r *run) registerPlan(ctx context.Context) error {
-	installers, err := Installers(r.cfg)
+	installers, err := machineconfig.Installers(r.cfg)
 	if err != nil {
 		return err
 	}
