@@ -122,47 +122,29 @@ cluster.yaml (in -C DIR) and the JSON state document of earlier phases on stdin
 // Run performs action for p and writes the resulting document to stdout. It
 // writes a document on every path where it can, so downstream phases see why
 // it stopped.
-func (o *Options) Run(ctx context.Context, p Phase, action string) error { //nolint:cyclop // split by the validation-at-the-head change (issue 23 item 4a)
+func (o *Options) Run(ctx context.Context, p Phase, action string) error {
 	out := ui.New(o.Streams.ErrOut, os.Environ())
 	doc, err := readState(o.Streams.In)
 	if err != nil {
 		return cli.Usage(err)
 	}
 	dryRun := action == ActionPlan || ((action == ActionDestroy || action == ActionValidate) && o.DryRun)
-	if action == ActionDestroy && !o.Yes && !o.DryRun {
+	if action == ActionDestroy && !o.Yes && !dryRun {
 		return cli.Usagef("%s destroy needs --yes (use \"kubectl talosc destroy\" to be asked)", plugin.Prefix+p.Name())
 	}
 	sec := state.Section{Producer: plugin.Prefix + p.Name() + "/" + version.Version()}
 	cfg, err := o.load(ctx, action, out)
 	if err != nil {
-		sec.Fail(err)
-		if problems, ok := errors.AsType[config.Problems](err); ok {
-			sec.Error.Problems = problems.Lines()
-		}
-		if doc == nil {
-			doc = state.New("", action)
-		}
-		return errors.Join(cli.Usage(err), o.write(doc, p.Name(), sec))
+		return o.loadFailed(doc, p.Name(), action, sec, err)
 	}
-	// Under the front door, which printed the warnings and renders the
-	// whole plan from the final document, a phase only reports progress.
-	_, fromFrontDoor := o.LookupEnv(plugin.EnvPath)
-	// The validate action heads a pipe whose phases print the warnings
-	// and their headers.
-	fromFrontDoor = fromFrontDoor || action == ActionValidate
-	if !fromFrontDoor {
-		for _, w := range append(TestKnobWarnings(o.LookupEnv), cfg.Warnings...) {
-			out.Warn("%s", w)
-		}
-		out.Header("%s %s", p.Name(), action)
-	}
+	quiet := o.announce(out, cfg, p.Name(), action)
 	if doc == nil {
 		doc = state.New(cfg.Name, action)
 	}
 	if err := compatible(doc, cfg.Name, p.Name(), action, dryRun); err != nil {
 		return cli.Usage(err)
 	}
-	if blocked := blockedBy(doc, p.Name(), action); blocked != "" && action != ActionStatus && action != ActionCheck {
+	if blocked := blockedBy(doc, p.Name(), action); blocked != "" {
 		sec.Status = state.StatusSkipped
 		sec.Messages = []string{fmt.Sprintf("skipped: phase %q did not succeed", blocked)}
 		out.Warn("%s: skipped because phase %q did not succeed", p.Name(), blocked)
@@ -173,12 +155,61 @@ func (o *Options) Run(ctx context.Context, p Phase, action string) error { //nol
 		return cli.Usage(err)
 	}
 	in := &Input{Config: cfg, State: doc, DryRun: dryRun, Reboot: o.Reboot, Yes: o.Yes, Confirmed: o.Confirmed, ExpiryWarning: o.ExpiryWarning, Out: out, Env: env}
-	runErr := o.perform(ctx, p, action, in, &sec)
-	if dryRun && errors.Is(runErr, provider.ErrNotAvailable) {
-		// A plan that cannot observe the provider is deferred, not failed.
+	runErr := settle(o.perform(ctx, p, action, in, &sec), in, &sec)
+	if !quiet {
+		say(out, p.Name(), action, sec)
+	}
+	return errors.Join(runErr, o.write(doc, p.Name(), sec))
+}
+
+// say prints what the phase planned or did and its messages.
+func say(out *ui.Printer, name, action string, sec state.Section) {
+	if action == ActionPlan || action == ActionConverge || action == ActionDestroy {
+		out.Plan(name, sec.Plan)
+	}
+	for _, m := range sec.Messages {
+		out.Info("%s", m)
+	}
+}
+
+// loadFailed writes the section of a run whose cluster.yaml did not load:
+// failed, with the problems listed.
+func (o *Options) loadFailed(doc *state.Document, name, action string, sec state.Section, err error) error {
+	sec.Fail(err)
+	if problems, ok := errors.AsType[config.Problems](err); ok {
+		sec.Error.Problems = problems.Lines()
+	}
+	if doc == nil {
+		doc = state.New("", action)
+	}
+	return errors.Join(cli.Usage(err), o.write(doc, name, sec))
+}
+
+// announce prints the configuration's warnings and the phase's header,
+// unless the phase only reports progress: under the front door, which
+// printed the warnings and renders the whole plan from the final document,
+// and in the validate action, which heads a pipe whose phases print them.
+// It says whether the phase is quiet.
+func (o *Options) announce(out *ui.Printer, cfg *config.Cluster, name, action string) bool {
+	_, fromFrontDoor := o.LookupEnv(plugin.EnvPath)
+	if fromFrontDoor || action == ActionValidate {
+		return true
+	}
+	for _, w := range append(TestKnobWarnings(o.LookupEnv), cfg.Warnings...) {
+		out.Warn("%s", w)
+	}
+	out.Header("%s %s", name, action)
+	return false
+}
+
+// settle records runErr in sec: a plan that cannot observe the provider is
+// deferred, not failed; a failure keeps a scale-down question for the front
+// door to ask. It returns the error the run ends with.
+func settle(runErr error, in *Input, sec *state.Section) error {
+	if in.DryRun && errors.Is(runErr, provider.ErrNotAvailable) {
 		sec.Status = state.StatusDeferred
-		sec.Messages = append(sec.Messages, fmt.Sprintf("deferred: the %s provider is not available in this build, so nothing was observed and nothing is planned", cfg.Provider()))
-		runErr = nil
+		sec.Messages = append(sec.Messages, fmt.Sprintf("deferred: the %s provider is not available in this build, so nothing was observed and nothing is planned", in.Config.Provider()))
+		return nil
 	}
 	if runErr != nil && sec.Status == "" {
 		sec.Fail(runErr)
@@ -186,18 +217,10 @@ func (o *Options) Run(ctx context.Context, p Phase, action string) error { //nol
 			sec.Error.Confirm, sec.Error.Confirming = ce.Prompt, ce.Names
 		}
 	}
-	if !fromFrontDoor {
-		if action == ActionPlan || action == ActionConverge || action == ActionDestroy {
-			out.Plan(p.Name(), sec.Plan)
-		}
-		for _, m := range sec.Messages {
-			out.Info("%s", m)
-		}
-	}
-	return errors.Join(runErr, o.write(doc, p.Name(), sec))
+	return runErr
 }
 
-func (o *Options) perform(ctx context.Context, p Phase, action string, in *Input, sec *state.Section) error { //nolint:cyclop // split by the validation-at-the-head change (issue 23 item 4a)
+func (o *Options) perform(ctx context.Context, p Phase, action string, in *Input, sec *state.Section) error {
 	switch action {
 	case ActionPlan, ActionConverge:
 		if err := p.Converge(ctx, in, sec); err != nil {
@@ -210,40 +233,54 @@ func (o *Options) perform(ctx context.Context, p Phase, action string, in *Input
 		}
 		setDone(sec, in.DryRun)
 	case ActionValidate:
-		v, ok := p.(Validator)
-		if !ok {
-			return cli.Usagef("%s does not validate a run: put %s first", plugin.Prefix+p.Name(), ValidateCommand(in.DryRun))
-		}
-		fact, err := v.Validate(ctx, in)
-		if err != nil {
-			return err
-		}
-		if err := sec.SetOutputs(fact); err != nil {
-			return err
-		}
-		sec.Status = state.StatusSucceeded
+		return validate(ctx, p, in, sec)
 	case ActionStatus:
 		if err := p.Status(ctx, in, sec); err != nil {
 			return err
 		}
 		sec.Status = state.StatusSucceeded
 	case ActionCheck:
-		rep, err := p.Check(ctx, in)
-		if err != nil {
-			return err
-		}
-		if err := sec.SetOutputs(rep); err != nil {
-			return err
-		}
-		sec.Status = state.StatusSucceeded
-		if !rep.OK {
-			for _, r := range rep.Incomplete {
-				in.Out.Warn("check incomplete: %s", r)
-			}
-			return cli.Exit(cli.ExitFailure)
-		}
+		return check(ctx, p, in, sec)
 	default:
 		return cli.Usagef("unknown action %q", action)
+	}
+	return nil
+}
+
+// validate runs the whole-run validation of a phase that has one and puts
+// its fact into sec.
+func validate(ctx context.Context, p Phase, in *Input, sec *state.Section) error {
+	v, ok := p.(Validator)
+	if !ok {
+		return cli.Usagef("%s does not validate a run: put %s first", plugin.Prefix+p.Name(), ValidateCommand(in.DryRun))
+	}
+	fact, err := v.Validate(ctx, in)
+	if err != nil {
+		return err
+	}
+	if err := sec.SetOutputs(fact); err != nil {
+		return err
+	}
+	sec.Status = state.StatusSucceeded
+	return nil
+}
+
+// check puts p's check report into sec; a report that is not OK fails the
+// run, after saying what could not be checked.
+func check(ctx context.Context, p Phase, in *Input, sec *state.Section) error {
+	rep, err := p.Check(ctx, in)
+	if err != nil {
+		return err
+	}
+	if err := sec.SetOutputs(rep); err != nil {
+		return err
+	}
+	sec.Status = state.StatusSucceeded
+	if !rep.OK {
+		for _, r := range rep.Incomplete {
+			in.Out.Warn("check incomplete: %s", r)
+		}
+		return cli.Exit(cli.ExitFailure)
 	}
 	return nil
 }
@@ -306,8 +343,12 @@ func compatible(doc *state.Document, cluster, name, action string, dryRun bool) 
 	return nil
 }
 
-// blockedBy returns the first upstream phase that failed or was skipped.
+// blockedBy returns the first upstream phase that failed or was skipped;
+// status and check report whatever is there, so nothing blocks them.
 func blockedBy(doc *state.Document, name, action string) string {
+	if action == ActionStatus || action == ActionCheck {
+		return ""
+	}
 	for _, up := range Upstream(name, action) {
 		s, ok, err := doc.Section(up)
 		if err != nil || (ok && slices.Contains([]state.Status{state.StatusFailed, state.StatusSkipped}, s.Status)) {

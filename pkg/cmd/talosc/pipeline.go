@@ -58,19 +58,9 @@ func (s *session) runPhases(ctx context.Context, action string, in *state.Docume
 // and name of the first failing phase are those of the first failing
 // stage but the validation, whose refusal the phase after it reports.
 func (s *session) runPipeline(ctx context.Context, stages []stage, in *state.Document) (pipeResult, error) {
-	cmds := make([]*exec.Cmd, len(stages))
-	for i, st := range stages {
-		path, err := s.phasePath(st.phase)
-		if err != nil {
-			return pipeResult{}, err
-		}
-		cmd := exec.CommandContext(ctx, path, append([]string{st.args[0], "-C", s.dir}, st.args[1:]...)...)
-		cmd.Env = s.env
-		cmd.Stderr = s.g.Streams.ErrOut
-		cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
-		cmd.WaitDelay = interruptGrace
-		cli.DieWithParent(cmd)
-		cmds[i] = cmd
+	cmds, err := s.commands(ctx, stages)
+	if err != nil {
+		return pipeResult{}, err
 	}
 	var input bytes.Buffer
 	if err := state.Write(&input, in); err != nil {
@@ -99,13 +89,7 @@ func (s *session) runPipeline(ctx context.Context, stages []stage, in *state.Doc
 	for _, c := range closers { // the children hold their own copies
 		_ = c.Close()
 	}
-	res := pipeResult{}
-	for i, cmd := range cmds[:started] {
-		code := exitCode(cmd.Wait())
-		if code != 0 && res.code == 0 && stages[i].args[0] != phase.ActionValidate {
-			res.code, res.failed = code, stages[i].phase
-		}
-	}
+	res := wait(stages, cmds[:started])
 	if startErr != nil {
 		return res, fmt.Errorf("start phase %s: %w", stages[started].phase, startErr)
 	}
@@ -115,6 +99,40 @@ func (s *session) runPipeline(ctx context.Context, stages []stage, in *state.Doc
 	}
 	res.doc = doc
 	return res, ctx.Err()
+}
+
+// commands are the stages' processes: each phase binary in the cluster's
+// directory, its stderr the user's, interrupted (not killed) when ctx ends,
+// and dying with talosc.
+func (s *session) commands(ctx context.Context, stages []stage) ([]*exec.Cmd, error) {
+	cmds := make([]*exec.Cmd, len(stages))
+	for i, st := range stages {
+		path, err := s.phasePath(st.phase)
+		if err != nil {
+			return nil, err
+		}
+		cmd := exec.CommandContext(ctx, path, append([]string{st.args[0], "-C", s.dir}, st.args[1:]...)...)
+		cmd.Env = s.env
+		cmd.Stderr = s.g.Streams.ErrOut
+		cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+		cmd.WaitDelay = interruptGrace
+		cli.DieWithParent(cmd)
+		cmds[i] = cmd
+	}
+	return cmds, nil
+}
+
+// wait waits for every started process and names the first failing stage
+// but the validation, whose refusal the phase after it reports.
+func wait(stages []stage, started []*exec.Cmd) pipeResult {
+	res := pipeResult{}
+	for i, cmd := range started {
+		code := exitCode(cmd.Wait())
+		if code != 0 && res.code == 0 && stages[i].args[0] != phase.ActionValidate {
+			res.code, res.failed = code, stages[i].phase
+		}
+	}
+	return res
 }
 
 func errMissingDoc(doc *state.Document) error {

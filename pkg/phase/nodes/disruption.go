@@ -47,36 +47,38 @@ func (r *run) classified(changes []state.Change) []state.Change {
 // whether the cluster is up. A
 // class its producer set is kept: only the producer knows, for instance,
 // whether an apply reboots the node on its running Talos version.
-func classify(c state.Change, machineKind string, roles nodeRoles, up bool) state.Change { //nolint:cyclop // the nodes phase is being restructured (issue 23 item 2)
+func classify(c state.Change, machineKind string, roles nodeRoles, up bool) state.Change {
 	if c.Node == "" {
 		if _, ok := roles[c.Name]; ok {
 			c.Node = c.Name
 		}
 	}
-	if c.Disruption != "" {
-		return c
-	}
-	controlPlane := roles[c.Node] == config.RoleControlPlane
-	switch {
-	case c.Action == state.ActionReplace:
-		c.Disruption = state.DisruptionReplace
-	case c.Kind == KindEtcdMember:
-		c.Disruption = state.DisruptionEtcdMembership
-	case c.Kind == KindTalosNode && c.Action == state.ActionDelete:
-		// A graceful reset: a control plane leaves etcd first.
-		c.Disruption = state.DisruptionRemove
-		if controlPlane {
-			c.Disruption = state.DisruptionEtcdMembership
-		}
-	case c.Kind == machineKind && c.Action == state.ActionDelete:
-		c.Disruption = state.DisruptionRemove
-	case c.Kind == machineKind && c.Action == state.ActionCreate && up && controlPlane:
-		// A new control plane of a running cluster joins etcd.
-		c.Disruption = state.DisruptionEtcdMembership
-	default:
-		c.Disruption = state.DisruptionNone
+	if c.Disruption == "" {
+		c.Disruption = disruptionOf(c, machineKind, roles[c.Node] == config.RoleControlPlane, up)
 	}
 	return c
+}
+
+// disruptionOf is the disruption of c, a change to a control plane or not,
+// on a cluster up or not.
+func disruptionOf(c state.Change, machineKind string, controlPlane, up bool) state.Disruption {
+	switch {
+	case c.Action == state.ActionReplace:
+		return state.DisruptionReplace
+	case c.Kind == KindEtcdMember:
+		return state.DisruptionEtcdMembership
+	case c.Kind == KindTalosNode && c.Action == state.ActionDelete && controlPlane:
+		// A graceful reset: a control plane leaves etcd first.
+		return state.DisruptionEtcdMembership
+	case c.Kind == KindTalosNode && c.Action == state.ActionDelete,
+		c.Kind == machineKind && c.Action == state.ActionDelete:
+		return state.DisruptionRemove
+	case c.Kind == machineKind && c.Action == state.ActionCreate && up && controlPlane:
+		// A new control plane of a running cluster joins etcd.
+		return state.DisruptionEtcdMembership
+	default:
+		return state.DisruptionNone
+	}
 }
 
 // digest identifies what a plan depended on: the owned machines, the
