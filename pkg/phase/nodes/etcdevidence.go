@@ -133,7 +133,7 @@ func (r *run) readEtcdOf(ctx context.Context, host string) (talosapi.EtcdState, 
 	if !ok {
 		return talosapi.EtcdState{}, errNoAddress
 	}
-	c, err := r.obs.seams.dialTalos(ctx, r.id, r.cfg.Name, addr)
+	c, err := r.clients.seams.dialTalos(ctx, r.id, r.cfg.Name, addr)
 	if err != nil {
 		return talosapi.EtcdState{}, err
 	}

@@ -7,8 +7,9 @@
 //
 // A converge is one ordered list of steps (steps.go, in the order of the
 // reference's §3.1), each a method over one run. What the run observed of
-// the cluster (inventory, addresses, Kubernetes nodes, one memoised
-// Kubernetes client and Talos session) lives in observed; what should
+// the cluster (inventory, addresses, Kubernetes nodes, what each runs) is
+// the observed value; the memoised Kubernetes client and Talos session
+// are the run's clients; what should
 // happen to which node is decided by pure functions (decisions.go,
 // disruption.go, etcdevidence.go, kubeupgrade/plan.go) and carried out as
 // ops by one executor (ops.go), each rollout choosing one policy value
@@ -41,7 +42,7 @@ func (Phase) Converge(ctx context.Context, in *phase.Input, sec *state.Section) 
 		return err
 	}
 	r := newRun(in, cloud)
-	defer r.obs.close()
+	defer r.clients.close()
 	err = r.runSteps(ctx)
 	if in.DryRun {
 		r.out.Observed = r.obs.digest()

@@ -41,7 +41,7 @@ func (r *run) readRunning(ctx context.Context, onlyNew bool) error {
 	if len(hosts) == 0 {
 		return nil
 	}
-	c, _, err := r.obs.talosSession(ctx)
+	c, _, err := r.clients.talosSession(ctx, r.id, r.obs)
 	if err != nil {
 		return err
 	}
