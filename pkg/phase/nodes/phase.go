@@ -24,6 +24,7 @@ import (
 	"errors"
 
 	"github.com/talosc/talosc/pkg/phase"
+	"github.com/talosc/talosc/pkg/phase/nodes/inspect"
 	"github.com/talosc/talosc/pkg/state"
 )
 
@@ -49,4 +50,17 @@ func (Phase) Converge(ctx context.Context, in *phase.Input, sec *state.Section) 
 	}
 	sec.Plan = append(sec.Plan, r.classified(r.plan.Changes())...)
 	return errors.Join(err, sec.SetOutputs(r.out))
+}
+
+// Check compares the pinned versions with the newest releases and with the
+// running nodes, and reports drift, cordons, certificates and orphans
+// (inspect.Check).
+func (Phase) Check(ctx context.Context, in *phase.Input) (phase.Report, error) {
+	return inspect.Check(ctx, in)
+}
+
+// Status reports the owned machines and, when the API answers, the nodes
+// (inspect.Status).
+func (Phase) Status(ctx context.Context, in *phase.Input, sec *state.Section) error {
+	return inspect.Status(ctx, in, sec)
 }
