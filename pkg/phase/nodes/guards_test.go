@@ -80,12 +80,15 @@ func TestKubeNodesRefusesAnUnansweredNodeList(t *testing.T) {
 func existingRun(t *testing.T) *run {
 	t.Helper()
 	r, _ := fakeRun(t, false)
-	r.obs.inv = &provider.Inventory{}
+	inv := &provider.Inventory{}
+	var nodes []kube.Node
 	for _, m := range r.desired {
-		r.obs.inv.Machines = append(r.obs.inv.Machines, provider.Machine{Hostname: m.Hostname, Role: m.Role})
-		r.obs.nodes = append(r.obs.nodes, kube.Node{Name: m.Hostname})
+		inv.Machines = append(inv.Machines, provider.Machine{Hostname: m.Hostname, Role: m.Role})
+		nodes = append(nodes, kube.Node{Name: m.Hostname})
 	}
-	r.obs.net.Kubernetes = provider.Endpoint{VIP: netip.MustParseAddr("127.0.0.2"), Advertised: "127.0.0.2"}
+	net := r.obs.net
+	net.Kubernetes = provider.Endpoint{VIP: netip.MustParseAddr("127.0.0.2"), Advertised: "127.0.0.2"}
+	r.obs = newObserved(inv, net, provider.Image{}, nodes, nil)
 	return r
 }
 
