@@ -13,11 +13,7 @@ import (
 
 // Status reports the owned machines and, when the API answers, the nodes.
 func Status(ctx context.Context, in *phase.Input, sec *state.Section) error {
-	cloud, err := in.Env.Cloud(ctx, in)
-	if err != nil {
-		return err
-	}
-	inv, err := cloud.Inventory(ctx)
+	_, inv, err := inventory(ctx, in)
 	if err != nil {
 		return err
 	}
