@@ -32,7 +32,7 @@ func (r *run) validate(ctx context.Context) error {
 	if err == nil {
 		net, img, err = earlierSections(ctx, r.in, r.cloud)
 	}
-	r.obs = newObserved(inv, net, img, nil, nil)
+	r.obs = newObserved(inv, net, img, nil)
 	return err
 }
 

@@ -88,7 +88,7 @@ func existingRun(t *testing.T) *run {
 	}
 	net := r.obs.net
 	net.Kubernetes = provider.Endpoint{VIP: netip.MustParseAddr("127.0.0.2"), Advertised: "127.0.0.2"}
-	r.obs = newObserved(inv, net, provider.Image{}, nodes, nil)
+	r.obs = newObserved(inv, net, provider.Image{}, nodes)
 	return r
 }
 

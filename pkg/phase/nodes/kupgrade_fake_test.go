@@ -141,7 +141,7 @@ func newKubeFake(t *testing.T, dryRun bool, target string, initial func(m config
 		net.Machines = append(net.Machines, provider.MachineAddress{Hostname: m.Hostname, Address: addr})
 		inv.Machines = append(inv.Machines, provider.Machine{Hostname: m.Hostname, Address: addr})
 	}
-	r.obs = newObserved(inv, net, provider.Image{}, nil, nil)
+	r.obs = newObserved(inv, net, provider.Image{}, nil)
 	input, _, err := r.configInput()
 	if err != nil {
 		t.Fatal(err)
@@ -160,7 +160,7 @@ func newKubeFake(t *testing.T, dryRun bool, target string, initial func(m config
 	}
 	r.out.Up = true
 	nodes, _ := f.Nodes(t.Context())
-	r.obs = newObserved(inv, net, provider.Image{}, nodes, nil)
+	r.obs = newObserved(inv, net, provider.Image{}, nodes)
 	return r, f
 }
 

@@ -37,10 +37,11 @@ type observed struct {
 	images map[string]machineconfig.KubernetesImages
 }
 
-// newObserved is the view of inv, net, image, the Kubernetes nodes and
-// what each node runs (any may be empty: not read yet).
-func newObserved(inv *provider.Inventory, net *provider.NetworkResult, image provider.Image, nodes []kube.Node, running map[string]running) *observed {
-	return &observed{inv: inv, net: net, image: image, nodes: nodes, running: running, images: map[string]machineconfig.KubernetesImages{}}
+// newObserved is the view of inv, net, image and the Kubernetes nodes
+// (any may be empty: not read yet); what each node runs is read into it
+// later (readRunning), once the cluster is known to be up.
+func newObserved(inv *provider.Inventory, net *provider.NetworkResult, image provider.Image, nodes []kube.Node) *observed {
+	return &observed{inv: inv, net: net, image: image, nodes: nodes, images: map[string]machineconfig.KubernetesImages{}}
 }
 
 // setRunning records what host runs after an upgrade (workers upgrade

@@ -62,7 +62,7 @@ func fakeRun(t *testing.T, dryRun bool, health ...error) (*run, *[]string) {
 	for i, m := range r.desired {
 		net.Machines = append(net.Machines, provider.MachineAddress{Hostname: m.Hostname, Address: netip.AddrFrom4([4]byte{127, 0, 0, byte(10 + i)})})
 	}
-	r.obs = newObserved(nil, net, provider.Image{}, nil, nil)
+	r.obs = newObserved(nil, net, provider.Image{}, nil)
 	return r, log
 }
 

@@ -69,7 +69,7 @@ type run struct {
 func newRun(in *phase.Input, cloud provider.Cloud) *run {
 	r := &run{in: in, cfg: in.Config, cloud: cloud, plan: in.NewPlan(), desired: in.Config.Hostnames()}
 	r.out.Provider = in.Config.Provider()
-	r.obs = newObserved(nil, nil, provider.Image{}, nil, nil)
+	r.obs = newObserved(nil, nil, provider.Image{}, nil)
 	r.clients = newClients(in.Config, defaultSeams(in.Env))
 	return r
 }
