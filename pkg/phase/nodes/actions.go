@@ -27,7 +27,7 @@ func (r *run) uncordonAction(host, detail string) action {
 	return action{
 		change: &state.Change{Action: state.ActionUpdate, Kind: KindKubeNode, Name: host, Detail: detail},
 		fn: func(ctx context.Context) error {
-			kc, err := r.obs.kubeClient()
+			kc, err := r.clients.kubeClient()
 			if err != nil {
 				return err
 			}

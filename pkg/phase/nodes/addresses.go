@@ -20,7 +20,7 @@ func (r *run) resolveAddresses(ctx context.Context) error {
 	var missing []string
 	check := func(ctx context.Context) (string, error) {
 		if !first {
-			if err := r.obs.refreshInventory(ctx); err != nil {
+			if err := r.obs.refreshInventory(ctx, r.cloud); err != nil {
 				return "", err
 			}
 		}

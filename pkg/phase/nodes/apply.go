@@ -59,7 +59,7 @@ func (r *run) applyOps(ctx context.Context) (ops []op, restartingCP bool, err er
 // refreshNodes refreshes the Kubernetes nodes: labels and taints follow the
 // applied configurations.
 func (r *run) refreshNodes(ctx context.Context) error {
-	r.obs.refreshNodes(ctx)
+	r.obs.refreshNodes(ctx, r.clients)
 	return nil
 }
 
@@ -83,7 +83,7 @@ func (r *run) applyOp(p pendingApply) op {
 // applyConfig applies a node's whole configuration (mode auto) and, when
 // the node answers that it reboots for it, waits for it to come back.
 func (r *run) applyConfig(ctx context.Context, m config.Machine, address string, data []byte) (rebooted bool, err error) {
-	c, _, err := r.obs.talosSession(ctx)
+	c, _, err := r.clients.talosSession(ctx, r.id, r.obs)
 	if err != nil {
 		return false, err
 	}
@@ -120,7 +120,7 @@ func (r *run) configDrift(ctx context.Context) ([]pendingApply, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, _, err := r.obs.talosSession(ctx)
+	c, _, err := r.clients.talosSession(ctx, r.id, r.obs)
 	if err != nil {
 		return nil, err
 	}

@@ -80,7 +80,7 @@ func (r *run) nodeBack(ctx context.Context, m config.Machine, previousBootID str
 	if !ok {
 		return fmt.Errorf("no address known for %s", m.Hostname)
 	}
-	c, _, err := r.obs.talosSession(ctx)
+	c, _, err := r.clients.talosSession(ctx, r.id, r.obs)
 	if err != nil {
 		return err
 	}
@@ -95,7 +95,7 @@ func (r *run) nodeBack(ctx context.Context, m config.Machine, previousBootID str
 	if m.Role == config.RoleControlPlane {
 		return nil
 	}
-	kc, err := r.obs.kubeClient()
+	kc, err := r.clients.kubeClient()
 	if err != nil {
 		return err
 	}
@@ -146,7 +146,7 @@ func (r *run) health(ctx context.Context) error {
 	}
 	r.in.Out.Info("waiting for the cluster to be healthy")
 	talosErr := r.talosHealth(ctx, cps, workers)
-	kc, err := r.obs.kubeClient()
+	kc, err := r.clients.kubeClient()
 	if err != nil {
 		return err
 	}
@@ -183,7 +183,7 @@ func (r *run) health(ctx context.Context) error {
 // control plane, against the internal VIP (I-A5), up to healthAttempts
 // times.
 func (r *run) talosHealth(ctx context.Context, cps, workers []string) error {
-	c, _, err := r.obs.talosSession(ctx)
+	c, _, err := r.clients.talosSession(ctx, r.id, r.obs)
 	if err != nil {
 		return err
 	}
@@ -206,7 +206,7 @@ func (r *run) talosHealth(ctx context.Context, cps, workers []string) error {
 // least that configuration version (≥: talos#14258) and is Ready; a pod
 // that does not stops the upgrade before any other node is touched.
 func (r *run) waitStaticPod(ctx context.Context, c talosAPI, n kubeupgrade.Node, comp kubeupgrade.Component, to config.Version, before uint64) error {
-	kc, err := r.obs.kubeClient()
+	kc, err := r.clients.kubeClient()
 	if err != nil {
 		return err
 	}
@@ -235,7 +235,7 @@ func (r *run) waitStaticPod(ctx context.Context, c talosAPI, n kubeupgrade.Node,
 // waitKubelet waits until the node's Kubernetes node reports the step's
 // kubelet version and is Ready.
 func (r *run) waitKubelet(ctx context.Context, n kubeupgrade.Node, to config.Version) error {
-	kc, err := r.obs.kubeClient()
+	kc, err := r.clients.kubeClient()
 	if err != nil {
 		return err
 	}
@@ -311,7 +311,7 @@ func (r *run) installedImage(ctx context.Context, c talosAPI, u talosUpgrade) er
 // waitAPI waits, up to the endpoint budget, for the Kubernetes API to
 // answer (through a VIP that may be moving to another control plane).
 func (r *run) waitAPI(ctx context.Context) error {
-	kc, err := r.obs.kubeClient()
+	kc, err := r.clients.kubeClient()
 	if err != nil {
 		return err
 	}

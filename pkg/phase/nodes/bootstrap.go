@@ -22,7 +22,7 @@ func (r *run) bootstrap(ctx context.Context) error {
 	start := time.Now()
 	err := r.plan.Do(ctx, state.Change{Action: state.ActionCreate, Kind: kindBootstrap, Name: cp1Name, Detail: "etcd on the first control plane"},
 		func(ctx context.Context) error {
-			c, cp1, err := r.obs.talosSession(ctx)
+			c, cp1, err := r.clients.talosSession(ctx, r.id, r.obs)
 			if err != nil {
 				return err
 			}
@@ -56,7 +56,7 @@ func (r *run) bootstrap(ctx context.Context) error {
 // fetchKubeconfig writes the kubeconfig the first control plane serves
 // (never the VIP's) and forgets the client of the old one.
 func (r *run) fetchKubeconfig(ctx context.Context) error {
-	c, cp1, err := r.obs.talosSession(ctx)
+	c, cp1, err := r.clients.talosSession(ctx, r.id, r.obs)
 	if err != nil {
 		return err
 	}
@@ -64,7 +64,7 @@ func (r *run) fetchKubeconfig(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	path, _ := r.obs.kubeconfigPath()
-	r.obs.forgetKube()
+	path, _ := r.clients.kubeconfigPath()
+	r.clients.forgetKube()
 	return identity.WriteKubeconfig(path, data)
 }

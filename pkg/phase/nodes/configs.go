@@ -41,7 +41,7 @@ func (r *run) configInput() (machineconfig.Input, *factory.InstallerPlan, error)
 // and at the lowest version they run for what follows the node's version
 // (the Proxmox return path's kube-proxy, I-R12).
 func (r *run) generate(input machineconfig.Input, m config.Machine, images machineconfig.KubernetesImages) (*machineconfig.Config, error) {
-	n := machineconfig.Node{Machine: m, TalosVersion: r.talosVersionOf(m), KubernetesVersion: r.cfg.Kubernetes.Version}
+	n := machineconfig.Node{Machine: m, TalosVersion: r.obs.talosVersionOf(m, r.cfg.Talos.Version), KubernetesVersion: r.cfg.Kubernetes.Version}
 	if images != (machineconfig.KubernetesImages{}) {
 		v, err := kubeupgrade.Lowest([]kubeupgrade.Node{{Machine: m, Images: images}})
 		if err != nil {

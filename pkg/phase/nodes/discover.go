@@ -6,8 +6,10 @@ import (
 	"os"
 
 	"github.com/talosc/talosc/pkg/config"
+	"github.com/talosc/talosc/pkg/phase"
 	"github.com/talosc/talosc/pkg/phase/preflight"
 	"github.com/talosc/talosc/pkg/phase/sections"
+	"github.com/talosc/talosc/pkg/provider"
 	"github.com/talosc/talosc/pkg/state"
 	"github.com/talosc/talosc/pkg/talos/identity"
 	"github.com/talosc/talosc/pkg/upgrade"
@@ -23,31 +25,41 @@ func (r *run) validate(ctx context.Context) error {
 		r.confirmed = fact.Removals
 	}
 	if inv != nil {
-		r.obs.inv = inv
 		r.out.Machines = inv.Machines
 	}
-	if err != nil {
-		return err
+	var net *provider.NetworkResult
+	var img provider.Image
+	if err == nil {
+		net, img, err = earlierSections(ctx, r.in, r.cloud)
 	}
-	net, ok, err := sections.ReadNetwork(r.in.State)
+	r.obs = newObserved(inv, net, img, nil)
+	return err
+}
+
+// earlierSections are the network and the image the earlier phases of
+// this run recorded, else (the network) read from the provider.
+func earlierSections(ctx context.Context, in *phase.Input, cloud provider.Cloud) (*provider.NetworkResult, provider.Image, error) {
+	var img provider.Image
+	net, ok, err := sections.ReadNetwork(in.State)
+	var result *provider.NetworkResult
 	switch {
 	case err != nil:
-		return err
+		return nil, img, err
 	case ok:
-		r.obs.net = &net.NetworkResult
+		result = &net.NetworkResult
 	default:
-		if r.obs.net, err = r.cloud.CurrentNetwork(ctx, sections.NetworkSpec(r.cfg)); err != nil {
-			return err
+		if result, err = cloud.CurrentNetwork(ctx, sections.NetworkSpec(in.Config)); err != nil {
+			return result, img, err
 		}
 	}
-	img, ok, err := sections.ReadImage(r.in.State)
+	read, ok, err := sections.ReadImage(in.State)
 	if err != nil {
-		return err
+		return result, img, err
 	}
 	if ok {
-		r.obs.image = img.Image
+		img = read.Image
 	}
-	return nil
+	return result, img, nil
 }
 
 // ensureIdentity loads talossecrets.yaml or, for a brand-new cluster,
@@ -83,7 +95,7 @@ func (r *run) ensureIdentity(ctx context.Context) error {
 //
 // A plan reads the same evidence and reports the same decision.
 func (r *run) discover(ctx context.Context) error {
-	path, has := r.obs.kubeconfigPath()
+	path, has := r.clients.kubeconfigPath()
 	var probeErr error
 	if has {
 		up, err := r.probe(ctx)
@@ -139,7 +151,7 @@ func (r *run) discover(ctx context.Context) error {
 
 // probe asks the kubeconfig's API, three times at most.
 func (r *run) probe(ctx context.Context) (bool, error) {
-	kc, err := r.obs.kubeClient()
+	kc, err := r.clients.kubeClient()
 	if err != nil {
 		return false, err
 	}
@@ -149,7 +161,7 @@ func (r *run) probe(ctx context.Context) (bool, error) {
 // markUp records an up cluster and lists its nodes.
 func (r *run) markUp(ctx context.Context) {
 	r.out.Up, r.out.Bootstrapped, r.upAtDiscover = true, true, true
-	r.obs.refreshNodes(ctx)
+	r.obs.refreshNodes(ctx, r.clients)
 }
 
 // interruptedFirstRun lets the bootstrap step run on a cluster whose
@@ -164,7 +176,7 @@ func (r *run) interruptedFirstRun(path string, has bool, why string) error {
 		r.in.Out.Info("would replace the stale %s with the one fetched after bootstrap", path)
 		return nil
 	}
-	r.obs.forgetKube()
+	r.clients.forgetKube()
 	if err := os.Remove(path); err != nil {
 		return fmt.Errorf("remove the stale %s: %w", path, err)
 	}
@@ -174,7 +186,7 @@ func (r *run) interruptedFirstRun(path string, has bool, why string) error {
 // recoverKubeconfig fetches the kubeconfig from the first control plane
 // of a cluster whose etcd ran (I-4) and writes it.
 func (r *run) recoverKubeconfig(ctx context.Context, path string) error {
-	c, cp1, err := r.obs.talosSession(ctx)
+	c, cp1, err := r.clients.talosSession(ctx, r.id, r.obs)
 	if err != nil {
 		return err
 	}
@@ -185,7 +197,7 @@ func (r *run) recoverKubeconfig(ctx context.Context, path string) error {
 	if err != nil {
 		return err
 	}
-	r.obs.forgetKube()
+	r.clients.forgetKube()
 	return identity.WriteKubeconfig(path, data)
 }
 
@@ -196,7 +208,7 @@ func (r *run) checkVersions(ctx context.Context) error {
 	if err := r.readRunning(ctx, false); err != nil {
 		return err
 	}
-	kc, err := r.obs.kubeClient()
+	kc, err := r.clients.kubeClient()
 	if err != nil {
 		return err
 	}

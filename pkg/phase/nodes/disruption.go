@@ -19,14 +19,14 @@ import (
 type nodeRoles map[string]string
 
 // roles are the desired machines' and the owned machines' roles.
-func (r *run) roles() nodeRoles {
+func (o *observed) roles(desired []config.Machine) nodeRoles {
 	out := nodeRoles{}
-	if r.obs.inv != nil {
-		for _, m := range r.obs.inv.Machines {
+	if o.inv != nil {
+		for _, m := range o.inv.Machines {
 			out[m.Hostname] = m.Role
 		}
 	}
-	for _, m := range r.desired {
+	for _, m := range desired {
 		out[m.Hostname] = m.Role
 	}
 	return out
@@ -34,7 +34,7 @@ func (r *run) roles() nodeRoles {
 
 // classified gives every change its node and its disruption class.
 func (r *run) classified(changes []state.Change) []state.Change {
-	roles := r.roles()
+	roles := r.obs.roles(r.desired)
 	for i := range changes {
 		changes[i] = classify(changes[i], r.cloud.MachineKind(), roles, r.upAtDiscover)
 	}

@@ -25,7 +25,7 @@ type endpointMove struct{ from, to string }
 func (r *run) movedEndpoint() (endpointMove, bool) {
 	if r.move == nil {
 		r.move = &endpointMove{}
-		path, ok := r.obs.kubeconfigPath()
+		path, ok := r.clients.kubeconfigPath()
 		to := r.obs.netKubernetes().Advertised
 		if !ok || to == "" {
 			return endpointMove{}, false

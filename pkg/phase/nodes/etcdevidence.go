@@ -87,7 +87,7 @@ var errRanElsewhere = errors.New("another control plane showed that etcd ran")
 func (r *run) readEtcd(ctx context.Context) []cpEtcd {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	hosts := r.existingControlPlanes()
+	hosts := r.obs.existingControlPlanes(r.cfg.Name)
 	out := make([]cpEtcd, len(hosts))
 	var wg sync.WaitGroup
 	for i, host := range hosts {
@@ -133,7 +133,7 @@ func (r *run) readEtcdOf(ctx context.Context, host string) (talosapi.EtcdState, 
 	if !ok {
 		return talosapi.EtcdState{}, errNoAddress
 	}
-	c, err := r.obs.seams.dialTalos(ctx, r.id, r.cfg.Name, addr)
+	c, err := r.clients.seams.dialTalos(ctx, r.id, r.cfg.Name, addr)
 	if err != nil {
 		return talosapi.EtcdState{}, err
 	}
@@ -144,13 +144,13 @@ func (r *run) readEtcdOf(ctx context.Context, host string) (talosapi.EtcdState, 
 	return c.EtcdState(ctx, addr)
 }
 
-// existingControlPlanes are the owned machines that are control planes:
-// by their role, or by their name when a killed run left the role
-// untagged.
-func (r *run) existingControlPlanes() []string {
-	prefix := r.cfg.Name + "-" + config.RoleControlPlane + "-"
+// existingControlPlanes are the owned machines of cluster that are
+// control planes: by their role, or by their name when a killed run left
+// the role untagged.
+func (o *observed) existingControlPlanes(cluster string) []string {
+	prefix := cluster + "-" + config.RoleControlPlane + "-"
 	var out []string
-	for _, m := range r.obs.inv.Machines {
+	for _, m := range o.inv.Machines {
 		if m.Role == config.RoleControlPlane || m.Role == "" && strings.HasPrefix(m.Hostname, prefix) {
 			out = append(out, m.Hostname)
 		}

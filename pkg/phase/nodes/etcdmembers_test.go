@@ -29,7 +29,7 @@ func TestMemberListWithoutTheSurvivorProvesNothing(t *testing.T) {
 			t.Parallel()
 			r, log := fakeRun(t, false)
 			fake := &etcdTalos{fakeTalos: fakeTalos{log: log}, members: tc.members}
-			r.obs.seams.dialTalos = func(context.Context, *identity.Identity, string, string) (talosAPI, error) { return fake, nil }
+			r.clients.seams.dialTalos = func(context.Context, *identity.Identity, string, string) (talosAPI, error) { return fake, nil }
 			if err := r.provedGone(t.Context(), "t-controlplane-04"); err == nil || !strings.Contains(err.Error(), refused) {
 				t.Errorf("provedGone: %v, want a refusal containing %q (its machine would be deleted)", err, refused)
 			}
@@ -39,8 +39,8 @@ func TestMemberListWithoutTheSurvivorProvesNothing(t *testing.T) {
 			}
 			gone := leaving{"t-controlplane-04": "127.0.0.40"}
 			rf := &resetTalos{etcdTalos: etcdTalos{fakeTalos: fakeTalos{log: log}, members: tc.members}, resetErr: talosapi.ErrResetTimedOut}
-			r.obs.seams.dialTalos = func(context.Context, *identity.Identity, string, string) (talosAPI, error) { return rf, nil }
-			r.obs.talos = nil
+			r.clients.seams.dialTalos = func(context.Context, *identity.Identity, string, string) (talosAPI, error) { return rf, nil }
+			r.clients.talos = nil
 			if err := r.reset(t.Context(), removal{removalFacts: removalFacts{host: "t-controlplane-04", controlPlane: true, address: "127.0.0.40"}}, gone); err == nil || !strings.Contains(err.Error(), refused) {
 				t.Errorf("reset: %v, want a refusal containing %q (a timed-out reset settled as 'left etcd')", err, refused)
 			}

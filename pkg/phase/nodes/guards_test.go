@@ -36,7 +36,7 @@ func (k failingKube) ServerVersion(context.Context) (string, error) { return "",
 func TestFailedDrainAbortsUnlessNotReady(t *testing.T) {
 	t.Parallel()
 	r, _ := fakeRun(t, false)
-	r.obs.seams.openKube = func(string) (kubeAPI, error) {
+	r.clients.seams.openKube = func(string) (kubeAPI, error) {
 		return failingKube{err: errors.New("eviction blocked by a PodDisruptionBudget")}, nil
 	}
 	for _, tc := range []struct {
@@ -57,7 +57,7 @@ func TestCheckVersionsRefusesAnUnknownKubernetesVersion(t *testing.T) {
 	t.Parallel()
 	r, _ := upgradeRun(t, false, nil)
 	r.obs.inv = &provider.Inventory{}
-	r.obs.seams.openKube = func(string) (kubeAPI, error) { return failingKube{err: errors.New("503 Service Unavailable")}, nil }
+	r.clients.seams.openKube = func(string) (kubeAPI, error) { return failingKube{err: errors.New("503 Service Unavailable")}, nil }
 	if err := r.checkVersions(t.Context()); err == nil || !strings.Contains(err.Error(), "could not determine the running cluster's kubernetes version") {
 		t.Errorf("err = %v", err)
 	}
@@ -80,12 +80,15 @@ func TestKubeNodesRefusesAnUnansweredNodeList(t *testing.T) {
 func existingRun(t *testing.T) *run {
 	t.Helper()
 	r, _ := fakeRun(t, false)
-	r.obs.inv = &provider.Inventory{}
+	inv := &provider.Inventory{}
+	var nodes []kube.Node
 	for _, m := range r.desired {
-		r.obs.inv.Machines = append(r.obs.inv.Machines, provider.Machine{Hostname: m.Hostname, Role: m.Role})
-		r.obs.nodes = append(r.obs.nodes, kube.Node{Name: m.Hostname})
+		inv.Machines = append(inv.Machines, provider.Machine{Hostname: m.Hostname, Role: m.Role})
+		nodes = append(nodes, kube.Node{Name: m.Hostname})
 	}
-	r.obs.net.Kubernetes = provider.Endpoint{VIP: netip.MustParseAddr("127.0.0.2"), Advertised: "127.0.0.2"}
+	net := r.obs.net
+	net.Kubernetes = provider.Endpoint{VIP: netip.MustParseAddr("127.0.0.2"), Advertised: "127.0.0.2"}
+	r.obs = newObserved(inv, net, provider.Image{}, nodes)
 	return r
 }
 
@@ -202,7 +205,7 @@ func TestRebootingApplySettledByANewBootID(t *testing.T) {
 	for _, stuck := range []bool{false, true} {
 		r, f := upgradeRun(t, false, nil)
 		a := &applyTalos{upgradeTalos: f, stuck: stuck}
-		r.obs.seams.dialTalos = func(context.Context, *identity.Identity, string, string) (talosAPI, error) { return a, nil }
+		r.clients.seams.dialTalos = func(context.Context, *identity.Identity, string, string) (talosAPI, error) { return a, nil }
 		m := r.desired[0]
 		addr, _ := r.obs.address(m.Hostname)
 		rebooted, err := r.applyConfig(t.Context(), m, addr, []byte("config"))
@@ -229,7 +232,7 @@ func TestUnreachableControlPlaneEtcdIsUnknown(t *testing.T) {
 	t.Parallel()
 	r, log := fakeRun(t, false)
 	r.obs.inv = &provider.Inventory{Machines: []provider.Machine{{Hostname: "t-controlplane-01", Role: config.RoleControlPlane}}}
-	r.obs.seams.dialTalos = func(context.Context, *identity.Identity, string, string) (talosAPI, error) {
+	r.clients.seams.dialTalos = func(context.Context, *identity.Identity, string, string) (talosAPI, error) {
 		return &silentTalos{fakeTalos{log: log}}, nil
 	}
 	if verdict, why := decideEtcd(r.readEtcd(t.Context())); verdict != etcdUnknown || !strings.Contains(why, "talos API not reachable") {

@@ -100,7 +100,7 @@ func (r *run) upgradeKubernetes(ctx context.Context) error {
 // (I-R9: a Talos upgrade has just restarted the control planes:
 // apiStable), then reads its version.
 func (r *run) stableAPIVersion(ctx context.Context) (string, error) {
-	kc, err := r.obs.kubeClient()
+	kc, err := r.clients.kubeClient()
 	if err != nil {
 		return "", err
 	}
@@ -154,7 +154,7 @@ func (r *run) kubeNodes(ctx context.Context) (nodes []kubeupgrade.Node, unseen [
 		}
 	}
 	if len(unread) > 0 {
-		c, _, err := r.obs.talosSession(ctx)
+		c, _, err := r.clients.talosSession(ctx, r.id, r.obs)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -239,7 +239,7 @@ func (r *run) kubeStepOps(input *machineconfig.Input, at *kubeupgrade.Step, node
 
 // apiAt checks that the API server reports version to after its step.
 func (r *run) apiAt(ctx context.Context, to config.Version) error {
-	kc, err := r.obs.kubeClient()
+	kc, err := r.clients.kubeClient()
 	if err != nil {
 		return err
 	}

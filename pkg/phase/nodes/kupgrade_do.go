@@ -20,7 +20,7 @@ import (
 // planes' static pods and the kubelets' arguments, and removed API
 // resources still in use. What they find is shown as they word it.
 func (r *run) kubeChecks(ctx context.Context, nodes []kubeupgrade.Node, st kubeupgrade.Step) error {
-	c, kc, err := r.obs.clients(ctx)
+	c, kc, err := r.clients.both(ctx, r.id, r.obs)
 	if err != nil {
 		return err
 	}
@@ -50,7 +50,7 @@ func (r *run) kubeChecks(ctx context.Context, nodes []kubeupgrade.Node, st kubeu
 // prePull pulls every node's images, nodes concurrently, so that no
 // component waits for its image while its node is being upgraded.
 func (r *run) prePull(ctx context.Context, pulls [][]kubeupgrade.Pull) error {
-	c, _, err := r.obs.talosSession(ctx)
+	c, _, err := r.clients.talosSession(ctx, r.id, r.obs)
 	if err != nil {
 		return err
 	}
@@ -70,7 +70,7 @@ func (r *run) prePull(ctx context.Context, pulls [][]kubeupgrade.Pull) error {
 // its Node reports the version and is Ready; kube-proxy's image changes
 // only the manifests synced at the end of the step.
 func (r *run) upgradeComponent(ctx context.Context, input machineconfig.Input, n *kubeupgrade.Node, ch kubeupgrade.Change, to config.Version) error {
-	c, _, err := r.obs.talosSession(ctx)
+	c, _, err := r.clients.talosSession(ctx, r.id, r.obs)
 	if err != nil {
 		return err
 	}
@@ -110,7 +110,7 @@ func (r *run) syncManifests(ctx context.Context) error {
 	if !ok {
 		return fmt.Errorf("no address known for %s", r.cp1().Hostname)
 	}
-	c, kc, err := r.obs.clients(ctx)
+	c, kc, err := r.clients.both(ctx, r.id, r.obs)
 	if err != nil {
 		return err
 	}

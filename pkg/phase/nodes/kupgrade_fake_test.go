@@ -129,21 +129,25 @@ func newKubeFake(t *testing.T, dryRun bool, target string, initial func(m config
 	in := &phase.Input{Config: cfg, DryRun: dryRun, Out: ui.New(io.Discard, nil), Env: env}
 	r := &run{in: in, cfg: cfg, cloud: projectless{}, plan: &provider.Plan{DryRun: dryRun}, desired: cfg.Hostnames(), id: id}
 	f := &kubeFake{nodes: map[string]*fakeKubeNode{}, cosi: state.WrapCore(namespaced.NewState(inmem.Build))}
-	r.obs = newObserved(r, seams{
+	r.clients = newClients(cfg, seams{
 		dialTalos: func(context.Context, *identity.Identity, string, string) (talosAPI, error) { return f, nil },
 		openKube:  func(string) (kubeAPI, error) { return f, nil },
 	})
 	vip := netip.MustParseAddr("127.0.0.100")
-	r.obs.net = &provider.NetworkResult{Kubernetes: provider.Endpoint{VIP: vip, Advertised: vip.String()}}
-	r.obs.inv = &provider.Inventory{}
+	net := &provider.NetworkResult{Kubernetes: provider.Endpoint{VIP: vip, Advertised: vip.String()}}
+	inv := &provider.Inventory{}
+	for i, m := range r.desired {
+		addr := netip.AddrFrom4([4]byte{127, 0, 0, byte(10 + i)})
+		net.Machines = append(net.Machines, provider.MachineAddress{Hostname: m.Hostname, Address: addr})
+		inv.Machines = append(inv.Machines, provider.Machine{Hostname: m.Hostname, Address: addr})
+	}
+	r.obs = newObserved(inv, net, provider.Image{}, nil)
 	input, _, err := r.configInput()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, m := range r.desired {
-		addr := netip.AddrFrom4([4]byte{127, 0, 0, byte(10 + i)})
-		r.obs.net.Machines = append(r.obs.net.Machines, provider.MachineAddress{Hostname: m.Hostname, Address: addr})
-		r.obs.inv.Machines = append(r.obs.inv.Machines, provider.Machine{Hostname: m.Hostname, Address: addr})
+		addr := net.Machines[i].Address
 		images := initial(m)
 		mc, err := r.generate(input, m, images)
 		if err != nil {
@@ -155,7 +159,8 @@ func newKubeFake(t *testing.T, dryRun bool, target string, initial func(m config
 		}
 	}
 	r.out.Up = true
-	r.obs.nodes, _ = f.Nodes(t.Context())
+	nodes, _ := f.Nodes(t.Context())
+	r.obs = newObserved(inv, net, provider.Image{}, nodes)
 	return r, f
 }
 

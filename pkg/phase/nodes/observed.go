@@ -2,27 +2,21 @@ package nodes
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"net/netip"
 	"slices"
 	"sync"
 
-	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/kube"
-	"github.com/talosc/talosc/pkg/phase"
 	"github.com/talosc/talosc/pkg/provider"
 	"github.com/talosc/talosc/pkg/talos/machineconfig"
 )
 
-// observed is what one run knows of the cluster, built once (validate and
-// discover) and refreshed explicitly: the owned inventory, the network
-// phase's endpoints and attachments, the boot image, the Kubernetes nodes,
-// and one memoised Kubernetes client and Talos session (through the first
-// control plane) that every step shares.
+// observed is what one run knows of the cluster, a value built from
+// plain inputs (newObserved) once the run is validated and refreshed
+// explicitly: the owned inventory, the network phase's endpoints and
+// attachments, the boot image, the Kubernetes nodes and what each node
+// runs. It holds no session: those are run's clients.
 type observed struct {
-	r     *run
-	seams seams
 	inv   *provider.Inventory
 	net   *provider.NetworkResult
 	image provider.Image
@@ -31,17 +25,11 @@ type observed struct {
 	nodes    []kube.Node
 	nodesErr error
 
+	// mu guards running: workers upgrade concurrently.
+	mu sync.Mutex
 	// running is what each existing desired node runs, by hostname (read
-	// at the versions step; kept current by the upgrades); mu guards it.
+	// at the versions step; kept current by the upgrades).
 	running map[string]running
-
-	// mu guards the memoised clients: a worker pass asks for them from
-	// several goroutines, possibly before the first dial.
-	mu    sync.Mutex
-	kube  kubeAPI
-	talos talosAPI
-	// talosAt is the endpoint talos was dialled at.
-	talosAt string
 
 	// images are the Kubernetes images of each existing node's running
 	// configuration, by hostname, as last read or applied (by one
@@ -49,76 +37,11 @@ type observed struct {
 	images map[string]machineconfig.KubernetesImages
 }
 
-func newObserved(r *run, s seams) *observed {
-	return &observed{r: r, seams: s, images: map[string]machineconfig.KubernetesImages{}}
-}
-
-// close ends the Talos session.
-func (o *observed) close() {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.closeTalos()
-}
-
-// closeTalos ends the Talos session; o.mu is held.
-func (o *observed) closeTalos() {
-	if o.talos != nil {
-		_ = o.talos.Close()
-		o.talos, o.talosAt = nil, ""
-	}
-}
-
-// kubeconfigPath is the cluster directory's kubeconfig and whether it
-// exists.
-func (o *observed) kubeconfigPath() (string, bool) {
-	return phase.ClientFile(o.r.cfg, config.KubeconfigFile)
-}
-
-// kubeClient is the memoised client of the kubeconfig.
-func (o *observed) kubeClient() (kubeAPI, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.kube != nil {
-		return o.kube, nil
-	}
-	path, _ := o.kubeconfigPath()
-	kc, err := o.seams.openKube(path)
-	if err != nil {
-		return nil, err
-	}
-	o.kube = kc
-	return kc, nil
-}
-
-// forgetKube drops the memoised client (the kubeconfig was rewritten).
-func (o *observed) forgetKube() {
-	o.mu.Lock()
-	o.kube = nil
-	o.mu.Unlock()
-}
-
-// talosSession is the memoised Talos session through the first control
-// plane's real address (never the VIP, I-A1).
-func (o *observed) talosSession(ctx context.Context) (talosAPI, string, error) {
-	cp1, ok := o.address(o.r.cp1().Hostname)
-	if !ok {
-		return nil, "", fmt.Errorf("no address known for %s: the network phase reported none", o.r.cp1().Hostname)
-	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.talos != nil && o.talosAt == cp1 {
-		return o.talos, cp1, nil
-	}
-	if o.r.id == nil {
-		return nil, "", errors.New("the cluster identity is not loaded")
-	}
-	o.closeTalos()
-	c, err := o.seams.dialTalos(ctx, o.r.id, o.r.cfg.Name, cp1)
-	if err != nil {
-		return nil, "", err
-	}
-	o.talos, o.talosAt = c, cp1
-	return c, cp1, nil
+// newObserved is the view of inv, net, image and the Kubernetes nodes
+// (any may be empty: not read yet); what each node runs is read into it
+// later (readRunning), once the cluster is known to be up.
+func newObserved(inv *provider.Inventory, net *provider.NetworkResult, image provider.Image, nodes []kube.Node) *observed {
+	return &observed{inv: inv, net: net, image: image, nodes: nodes, images: map[string]machineconfig.KubernetesImages{}}
 }
 
 // setRunning records what host runs after an upgrade (workers upgrade
@@ -140,19 +63,9 @@ func (o *observed) runningOf(host string) (running, bool) {
 	return v, ok
 }
 
-// clients are the Talos session and the Kubernetes client together.
-func (o *observed) clients(ctx context.Context) (talosAPI, kubeAPI, error) {
-	c, _, err := o.talosSession(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	kc, err := o.kubeClient()
-	return c, kc, err
-}
-
-// refreshInventory reads the owned machines again.
-func (o *observed) refreshInventory(ctx context.Context) error {
-	inv, err := o.r.cloud.Inventory(ctx)
+// refreshInventory reads the owned machines of cloud again.
+func (o *observed) refreshInventory(ctx context.Context, cloud provider.Cloud) error {
+	inv, err := cloud.Inventory(ctx)
 	if err != nil {
 		return err
 	}
@@ -160,10 +73,10 @@ func (o *observed) refreshInventory(ctx context.Context) error {
 	return nil
 }
 
-// refreshNodes lists the Kubernetes nodes; a failed list is kept as
+// refreshNodes lists the Kubernetes nodes through c; a failed list is kept as
 // nodesErr (a node's state is then unknown, never "absent").
-func (o *observed) refreshNodes(ctx context.Context) {
-	kc, err := o.kubeClient()
+func (o *observed) refreshNodes(ctx context.Context, c *clients) {
+	kc, err := c.kubeClient()
 	if err == nil {
 		o.nodes, err = kc.Nodes(ctx)
 	}

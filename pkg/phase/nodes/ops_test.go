@@ -55,13 +55,14 @@ func fakeRun(t *testing.T, dryRun bool, health ...error) (*run, *[]string) {
 	in := &phase.Input{Config: cfg, DryRun: dryRun, Out: ui.New(io.Discard, nil), Env: env}
 	log := &[]string{}
 	r := &run{in: in, cfg: cfg, plan: &provider.Plan{DryRun: dryRun}, desired: cfg.Hostnames(), id: &identity.Identity{}}
-	r.obs = newObserved(r, seams{dialTalos: func(context.Context, *identity.Identity, string, string) (talosAPI, error) {
+	r.clients = newClients(cfg, seams{dialTalos: func(context.Context, *identity.Identity, string, string) (talosAPI, error) {
 		return &fakeTalos{log: log, health: health}, nil
 	}})
-	r.obs.net = &provider.NetworkResult{}
+	net := &provider.NetworkResult{}
 	for i, m := range r.desired {
-		r.obs.net.Machines = append(r.obs.net.Machines, provider.MachineAddress{Hostname: m.Hostname, Address: netip.AddrFrom4([4]byte{127, 0, 0, byte(10 + i)})})
+		net.Machines = append(net.Machines, provider.MachineAddress{Hostname: m.Hostname, Address: netip.AddrFrom4([4]byte{127, 0, 0, byte(10 + i)})})
 	}
+	r.obs = newObserved(nil, net, provider.Image{}, nil)
 	return r, log
 }
 
@@ -176,7 +177,7 @@ func TestTalosSessionDialledOnce(t *testing.T) {
 	r, log := fakeRun(t, false)
 	var mu sync.Mutex
 	dials := 0
-	r.obs.seams.dialTalos = func(context.Context, *identity.Identity, string, string) (talosAPI, error) {
+	r.clients.seams.dialTalos = func(context.Context, *identity.Identity, string, string) (talosAPI, error) {
 		mu.Lock()
 		dials++
 		mu.Unlock()
@@ -185,7 +186,7 @@ func TestTalosSessionDialledOnce(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 20 {
 		wg.Go(func() {
-			if _, _, err := r.obs.talosSession(t.Context()); err != nil {
+			if _, _, err := r.clients.talosSession(t.Context(), r.id, r.obs); err != nil {
 				t.Error(err)
 			}
 		})

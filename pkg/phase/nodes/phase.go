@@ -7,8 +7,9 @@
 //
 // A converge is one ordered list of steps (steps.go, in the order of the
 // reference's §3.1), each a method over one run. What the run observed of
-// the cluster (inventory, addresses, Kubernetes nodes, one memoised
-// Kubernetes client and Talos session) lives in observed; what should
+// the cluster (inventory, addresses, Kubernetes nodes, what each runs) is
+// the observed value; the memoised Kubernetes client and Talos session
+// are the run's clients; what should
 // happen to which node is decided by pure functions (decisions.go,
 // disruption.go, etcdevidence.go, kubeupgrade/plan.go) and carried out as
 // ops by one executor (ops.go), each rollout choosing one policy value
@@ -23,6 +24,7 @@ import (
 	"errors"
 
 	"github.com/talosc/talosc/pkg/phase"
+	"github.com/talosc/talosc/pkg/phase/nodes/inspect"
 	"github.com/talosc/talosc/pkg/state"
 )
 
@@ -41,11 +43,24 @@ func (Phase) Converge(ctx context.Context, in *phase.Input, sec *state.Section) 
 		return err
 	}
 	r := newRun(in, cloud)
-	defer r.obs.close()
+	defer r.clients.close()
 	err = r.runSteps(ctx)
 	if in.DryRun {
 		r.out.Observed = r.obs.digest()
 	}
 	sec.Plan = append(sec.Plan, r.classified(r.plan.Changes())...)
 	return errors.Join(err, sec.SetOutputs(r.out))
+}
+
+// Check compares the pinned versions with the newest releases and with the
+// running nodes, and reports drift, cordons, certificates and orphans
+// (inspect.Check).
+func (Phase) Check(ctx context.Context, in *phase.Input) (phase.Report, error) {
+	return inspect.Check(ctx, in)
+}
+
+// Status reports the owned machines and, when the API answers, the nodes
+// (inspect.Status).
+func (Phase) Status(ctx context.Context, in *phase.Input, sec *state.Section) error {
+	return inspect.Status(ctx, in, sec)
 }

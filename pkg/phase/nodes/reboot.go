@@ -83,7 +83,9 @@ func (r *run) restartOp(m config.Machine) (op, bool) {
 
 // refreshInventory reads the inventory again, with the machines this run
 // created.
-func (r *run) refreshInventory(ctx context.Context) error { return r.obs.refreshInventory(ctx) }
+func (r *run) refreshInventory(ctx context.Context) error {
+	return r.obs.refreshInventory(ctx, r.cloud)
+}
 
 // bootIDBefore is m's boot id before its restart; "" for a machine the
 // provider reports stopped. A running machine whose boot id cannot be
@@ -97,7 +99,7 @@ func (r *run) bootIDBefore(ctx context.Context, m config.Machine, machine provid
 	if !ok {
 		return "", fmt.Errorf("no address known for %s: its restart could not be told; not restarting it", m.Hostname)
 	}
-	c, _, err := r.obs.talosSession(ctx)
+	c, _, err := r.clients.talosSession(ctx, r.id, r.obs)
 	if err != nil {
 		return "", err
 	}

@@ -43,7 +43,10 @@ type run struct {
 	// desired are the machines cluster.yaml describes, control planes first.
 	desired []config.Machine
 	id      *identity.Identity
-	obs     *observed
+	// obs is what the run observed of the cluster (validate builds it).
+	obs *observed
+	// clients are the Kubernetes and Talos sessions every step shares.
+	clients *clients
 	// confirmed are the removals the run's validation checked and
 	// confirmed: scale-down removes no other node.
 	confirmed []string
@@ -66,7 +69,8 @@ type run struct {
 func newRun(in *phase.Input, cloud provider.Cloud) *run {
 	r := &run{in: in, cfg: in.Config, cloud: cloud, plan: in.NewPlan(), desired: in.Config.Hostnames()}
 	r.out.Provider = in.Config.Provider()
-	r.obs = newObserved(r, defaultSeams(in.Env))
+	r.obs = newObserved(nil, nil, provider.Image{}, nil)
+	r.clients = newClients(in.Config, defaultSeams(in.Env))
 	return r
 }
 

@@ -41,7 +41,7 @@ func (r *run) readRunning(ctx context.Context, onlyNew bool) error {
 	if len(hosts) == 0 {
 		return nil
 	}
-	c, _, err := r.obs.talosSession(ctx)
+	c, _, err := r.clients.talosSession(ctx, r.id, r.obs)
 	if err != nil {
 		return err
 	}
@@ -76,10 +76,10 @@ func (r *run) readRunning(ctx context.Context, onlyNew bool) error {
 
 // talosVersionOf is the Talos version m's configuration is generated for:
 // the one it runs when it exists (its document layout, I-13's rule for
-// Talos), the pin for a new machine.
-func (r *run) talosVersionOf(m config.Machine) string {
-	if v, ok := r.obs.runningOf(m.Hostname); ok {
+// Talos), the pinned one for a new machine.
+func (o *observed) talosVersionOf(m config.Machine, pinned string) string {
+	if v, ok := o.runningOf(m.Hostname); ok {
 		return v.talos
 	}
-	return r.cfg.Talos.Version
+	return pinned
 }

@@ -53,8 +53,8 @@ func (r *run) scaleDown(ctx context.Context) error {
 // afterScaleDown refreshes the view: the removed nodes and machines are
 // gone.
 func (r *run) afterScaleDown(ctx context.Context) error {
-	r.obs.refreshNodes(ctx)
-	if err := r.obs.refreshInventory(ctx); err != nil {
+	r.obs.refreshNodes(ctx, r.clients)
+	if err := r.obs.refreshInventory(ctx, r.cloud); err != nil {
 		return err
 	}
 	r.out.Machines = r.obs.inv.Machines
@@ -115,7 +115,7 @@ func (r *run) removalOp(d removal, gone leaving) op {
 		o.actions = append(o.actions, action{
 			change: &state.Change{Action: state.ActionDelete, Kind: KindKubeNode, Name: d.host, Detail: "the Kubernetes Node object"},
 			fn: func(ctx context.Context) error {
-				kc, err := r.obs.kubeClient()
+				kc, err := r.clients.kubeClient()
 				if err != nil {
 					return err
 				}
@@ -154,7 +154,7 @@ func (r *run) drainFailed(d removal) func(error) error {
 // --ignore-daemonsets --delete-emptydir-data --timeout 5m, I-X1), with
 // throttled progress lines.
 func (r *run) drainNode(ctx context.Context, host string) error {
-	kc, err := r.obs.kubeClient()
+	kc, err := r.clients.kubeClient()
 	if err != nil {
 		return err
 	}
@@ -178,7 +178,7 @@ func (r *run) drainNode(ctx context.Context, host string) error {
 // (its machine is deleted anyway). A control plane that reset but is
 // still listed (its leave was lost) is removed from etcd by id.
 func (r *run) reset(ctx context.Context, d removal, gone leaving) error {
-	c, _, err := r.obs.talosSession(ctx)
+	c, _, err := r.clients.talosSession(ctx, r.id, r.obs)
 	if err != nil {
 		return err
 	}
@@ -240,7 +240,7 @@ func (r *run) provedGone(ctx context.Context, host string) error {
 		return fmt.Errorf("no address for control plane %s and the etcd member list could not be read or proves nothing: refusing to delete it: %w", host, err)
 	}
 	if found {
-		_, ep, _ := r.obs.talosSession(ctx)
+		_, ep, _ := r.clients.talosSession(ctx, r.id, r.obs)
 		return fmt.Errorf("no address for control plane %s, and it is still an etcd member (id %016x on control plane %s); NotReady does not prove it left etcd: reset it by hand or remove the member, then re-run", host, member.ID, ep)
 	}
 	return nil
@@ -271,7 +271,7 @@ func (r *run) etcdMember(ctx context.Context, host string) (talosapi.Member, boo
 // does a list that does not name the survivor that answered it (empty, or
 // another cluster's: such a list would "prove" every node gone).
 func (r *run) survivorMembers(ctx context.Context) ([]talosapi.Member, error) {
-	c, ep, err := r.obs.talosSession(ctx)
+	c, ep, err := r.clients.talosSession(ctx, r.id, r.obs)
 	if err != nil {
 		return nil, err
 	}
@@ -293,7 +293,7 @@ func (r *run) survivorMembers(ctx context.Context) ([]talosapi.Member, error) {
 
 // removeMember removes an etcd member by id through the survivor.
 func (r *run) removeMember(ctx context.Context, id uint64) error {
-	c, ep, err := r.obs.talosSession(ctx)
+	c, ep, err := r.clients.talosSession(ctx, r.id, r.obs)
 	if err != nil {
 		return err
 	}

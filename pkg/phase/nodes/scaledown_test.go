@@ -44,7 +44,7 @@ func TestProvedGone(t *testing.T) {
 			t.Parallel()
 			r, log := fakeRun(t, false)
 			fake := &etcdTalos{fakeTalos: fakeTalos{log: log}, members: tc.members, err: tc.err}
-			r.obs.seams.dialTalos = func(context.Context, *identity.Identity, string, string) (talosAPI, error) { return fake, nil }
+			r.clients.seams.dialTalos = func(context.Context, *identity.Identity, string, string) (talosAPI, error) { return fake, nil }
 			err := r.provedGone(t.Context(), "t-controlplane-04")
 			switch {
 			case tc.refused == "" && err != nil:
@@ -102,7 +102,7 @@ func TestResetControlPlane(t *testing.T) {
 			t.Parallel()
 			r, log := fakeRun(t, false)
 			fake := &resetTalos{etcdTalos: etcdTalos{fakeTalos: fakeTalos{log: log}, members: tc.members, err: tc.listErr}, resetErr: tc.resetErr}
-			r.obs.seams.dialTalos = func(context.Context, *identity.Identity, string, string) (talosAPI, error) { return fake, nil }
+			r.clients.seams.dialTalos = func(context.Context, *identity.Identity, string, string) (talosAPI, error) { return fake, nil }
 			gone := leaving{"t-controlplane-04": "127.0.0.40"}
 			err := r.reset(t.Context(), removal{removalFacts: removalFacts{host: "t-controlplane-04", controlPlane: tc.controlPlane, address: "127.0.0.40"}}, gone)
 			switch {

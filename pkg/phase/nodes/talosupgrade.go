@@ -64,7 +64,7 @@ func (r *run) rollOutTalos(ctx context.Context, workers order) error {
 		newVersion = newVersion || u.from.talos != u.to
 	}
 	after := func(ctx context.Context) error {
-		r.obs.refreshNodes(ctx)
+		r.obs.refreshNodes(ctx, r.clients)
 		r.moved = newVersion
 		return nil
 	}
@@ -89,7 +89,7 @@ func (r *run) applyMoved(ctx context.Context) error {
 // their installer (§3.1 step 15): control planes one at a time, as
 // always, the new workers in one pass.
 func (r *run) reinstall(ctx context.Context) error {
-	if err := r.obs.refreshInventory(ctx); err != nil {
+	if err := r.obs.refreshInventory(ctx, r.cloud); err != nil {
 		return err
 	}
 	if !slices.ContainsFunc(r.desired, func(m config.Machine) bool {
@@ -99,7 +99,7 @@ func (r *run) reinstall(ctx context.Context) error {
 	}) {
 		return nil // no machine came up since the versions were read
 	}
-	r.obs.refreshNodes(ctx)
+	r.obs.refreshNodes(ctx, r.clients)
 	if err := r.readRunning(ctx, true); err != nil {
 		return err
 	}
@@ -187,7 +187,7 @@ func (r *run) talosUpgradeOp(u talosUpgrade) op {
 		{
 			change: &state.Change{Action: state.ActionUpdate, Kind: KindTalosNode, Name: host, Detail: upgradeDetail(u)},
 			fn: func(ctx context.Context) error {
-				c, _, err := r.obs.talosSession(ctx)
+				c, _, err := r.clients.talosSession(ctx, r.id, r.obs)
 				if err != nil {
 					return err
 				}

@@ -16,7 +16,7 @@ import (
 // boots back into its old installation (Talos rolled it back) fails.
 func (r *run) rebootInto(ctx context.Context, u talosUpgrade) error {
 	m := u.machine
-	c, _, err := r.obs.talosSession(ctx)
+	c, _, err := r.clients.talosSession(ctx, r.id, r.obs)
 	if err != nil {
 		return err
 	}

@@ -171,8 +171,8 @@ func upgradeRun(t *testing.T, dryRun bool, at map[string]string, health ...error
 		f.nodes[m.Hostname] = v
 		r.obs.setRunning(m.Hostname, v)
 	}
-	r.obs.seams.dialTalos = func(context.Context, *identity.Identity, string, string) (talosAPI, error) { return f, nil }
-	r.obs.seams.openKube = func(string) (kubeAPI, error) { return drainKube{t: f}, nil }
+	r.clients.seams.dialTalos = func(context.Context, *identity.Identity, string, string) (talosAPI, error) { return f, nil }
+	r.clients.seams.openKube = func(string) (kubeAPI, error) { return drainKube{t: f}, nil }
 	return r, f
 }
 

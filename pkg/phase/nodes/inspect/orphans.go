@@ -1,4 +1,4 @@
-package nodes
+package inspect
 
 import (
 	"context"
@@ -48,6 +48,8 @@ func (rep *checkReport) orphans(ctx context.Context, in *phase.Input) {
 	}
 }
 
+// inventory connects to the cluster's provider and lists the owned
+// machines.
 func inventory(ctx context.Context, in *phase.Input) (provider.Cloud, *provider.Inventory, error) {
 	cloud, err := in.Env.Cloud(ctx, in)
 	if err != nil {

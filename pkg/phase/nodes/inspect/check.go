@@ -1,4 +1,9 @@
-package nodes
+// Package inspect is the nodes phase's read-only reports, which change
+// nothing and run no converge: check (the pinned versions against the
+// releases and the running nodes, the client certificates, the cluster
+// metadata, orphaned machines) and status (the owned machines and the
+// nodes).
+package inspect
 
 import (
 	"context"
@@ -19,7 +24,7 @@ import (
 // credentials: Talos releases come from the Image Factory, Kubernetes
 // releases from the kubelet image repository, the running versions from the
 // kubeconfig.
-func (Phase) Check(ctx context.Context, in *phase.Input) (phase.Report, error) {
+func Check(ctx context.Context, in *phase.Input) (phase.Report, error) {
 	var rep checkReport
 	cfg := in.Config
 	talos := phase.Finding{Name: "talos", Configured: cfg.Talos.Version}

@@ -1,4 +1,4 @@
-package nodes
+package inspect
 
 import (
 	"crypto/x509"
