@@ -319,3 +319,27 @@ func TestDocumentsCiteOnlyWhatExists(t *testing.T) {
 		}
 	}
 }
+
+// TestNoMergeConflictLeft: no document, nor the README or CONTRIBUTING,
+// keeps a merge's conflict markers (Go files would not compile with them;
+// Markdown renders them).
+func TestNoMergeConflictLeft(t *testing.T) {
+	t.Parallel()
+	docs, err := filepath.Glob("*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range append(docs, "../README.md", "../CONTRIBUTING.md") {
+		data, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(data), "\n") {
+			for _, marker := range []string{"<<<<<<< ", "=======", ">>>>>>> "} {
+				if strings.HasPrefix(line, marker) && (marker != "=======" || line == marker) {
+					t.Errorf("%s:%d: a merge conflict marker is left: %q", doc, i+1, line)
+				}
+			}
+		}
+	}
+}
