@@ -92,3 +92,13 @@ func (in *Input) NewPlan() *provider.Plan {
 		},
 	}
 }
+
+// Inventory connects to the cluster's cloud and lists what it owns there.
+func (in *Input) Inventory(ctx context.Context) (provider.Cloud, *provider.Inventory, error) {
+	cloud, err := in.Env.Cloud(ctx, in)
+	if err != nil {
+		return nil, nil, err
+	}
+	inv, err := cloud.Inventory(ctx)
+	return cloud, inv, err
+}

@@ -27,11 +27,7 @@ func (Phase) Name() string { return phase.Net }
 // the image phase of this run upstream, it stands on the validation
 // heading the pipe (sections.Validation) and records its fact.
 func (Phase) Converge(ctx context.Context, in *phase.Input, sec *state.Section) error {
-	cloud, err := in.Env.Cloud(ctx, in)
-	if err != nil {
-		return err
-	}
-	inv, err := cloud.Inventory(ctx)
+	cloud, inv, err := in.Inventory(ctx)
 	if err != nil {
 		return err
 	}

@@ -16,11 +16,7 @@ import (
 // a destroy that did its work; every one in a dry run). A machine still
 // listed fails the phase, so the front door keeps the cluster's identity.
 func (Phase) Destroy(ctx context.Context, in *phase.Input, sec *state.Section) error {
-	cloud, err := in.Env.Cloud(ctx, in)
-	if err != nil {
-		return err
-	}
-	inv, err := cloud.Inventory(ctx)
+	cloud, inv, err := in.Inventory(ctx)
 	if err != nil {
 		return err
 	}

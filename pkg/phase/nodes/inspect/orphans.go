@@ -27,7 +27,7 @@ func (rep *checkReport) orphans(ctx context.Context, in *phase.Input) {
 		rep.Items = append(rep.Items, phase.Finding{Name: "orphans", Observed: oc.Reason})
 		return
 	}
-	cloud, inv, err := inventory(ctx, in)
+	cloud, inv, err := in.Inventory(ctx)
 	if err != nil {
 		oc.Reason = fmt.Sprintf("orphans not looked for: the provider inventory did not answer: %v", err)
 		rep.Incomplete = append(rep.Incomplete, oc.Reason)
@@ -46,17 +46,6 @@ func (rep *checkReport) orphans(ctx context.Context, in *phase.Input) {
 	if len(oc.Found) == 0 {
 		rep.Items = append(rep.Items, phase.Finding{Name: "orphans", Observed: "none: every owned machine is desired"})
 	}
-}
-
-// inventory connects to the cluster's provider and lists the owned
-// machines.
-func inventory(ctx context.Context, in *phase.Input) (provider.Cloud, *provider.Inventory, error) {
-	cloud, err := in.Env.Cloud(ctx, in)
-	if err != nil {
-		return nil, nil, err
-	}
-	inv, err := cloud.Inventory(ctx)
-	return cloud, inv, err
 }
 
 // credential is one provider credential key and its value.

@@ -13,7 +13,7 @@ import (
 
 // Status reports the owned machines and, when the API answers, the nodes.
 func Status(ctx context.Context, in *phase.Input, sec *state.Section) error {
-	_, inv, err := inventory(ctx, in)
+	_, inv, err := in.Inventory(ctx)
 	if err != nil {
 		return err
 	}
