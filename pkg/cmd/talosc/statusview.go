@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/netip"
 	"slices"
 	"strings"
 
@@ -12,17 +13,6 @@ import (
 	"github.com/talosc/talosc/pkg/phase/sections"
 	"github.com/talosc/talosc/pkg/ui"
 )
-
-// statusNet is what status reads of the net section's report.
-type statusNet struct {
-	Kubernetes struct {
-		Advertised string `json:"advertised"`
-	} `json:"kubernetes"`
-	Ingress struct {
-		VIP        string `json:"vip"`
-		Advertised string `json:"advertised"`
-	} `json:"ingress"`
-}
 
 // nodeRow is one line of the nodes table.
 type nodeRow struct{ name, role, pool, ready, talos, kube, address, cordoned string }
@@ -32,7 +22,7 @@ type nodeRow struct{ name, role, pool, ready, talos, kube, address, cordoned str
 // other section; -o yaml holds the details.
 func printStatus(w io.Writer, p *ui.Printer, rep Report, cfg *config.Cluster, dir string) {
 	var nodes sections.Nodes
-	var net statusNet
+	var net sections.Network
 	nodesSec, haveNodes := rep.Sections["nodes"]
 	nodesRead := haveNodes && decodeReport(nodesSec, &nodes)
 	netSec, haveNet := rep.Sections["net"]
@@ -42,7 +32,7 @@ func printStatus(w io.Writer, p *ui.Printer, rep Report, cfg *config.Cluster, di
 	fmt.Fprintf(w, "cluster:     %s (%s)\n", rep.Cluster, rep.Provider)
 	fmt.Fprintf(w, "kubernetes:  %s\n", orUnknown(nodes.KubernetesEndpoint, net.Kubernetes.Advertised, nodes.Bootstrapped))
 	fmt.Fprintf(w, "talos:       %s\n", orUnknown(nodes.TalosEndpoint, "", nodes.Bootstrapped))
-	if ing := cmp.Or(net.Ingress.Advertised, net.Ingress.VIP); ing != "" {
+	if ing := cmp.Or(net.Ingress.Advertised, addrOrEmpty(net.Ingress.VIP)); ing != "" {
 		fmt.Fprintf(w, "ingress:     %s\n", ing)
 	}
 	fmt.Fprintln(w)
@@ -175,4 +165,12 @@ func errSuffix(msg string) string {
 		return ""
 	}
 	return ": " + msg
+}
+
+// addrOrEmpty is a's text, or "" when a is unset.
+func addrOrEmpty(a netip.Addr) string {
+	if !a.IsValid() {
+		return ""
+	}
+	return a.String()
 }
