@@ -21,6 +21,8 @@ import (
 	"github.com/talosc/talosc/pkg/lab/argocd"
 	"github.com/talosc/talosc/pkg/lab/follow"
 	"github.com/talosc/talosc/pkg/lab/imagefactory"
+	"github.com/talosc/talosc/pkg/lab/kubeapi"
+	"github.com/talosc/talosc/pkg/lab/labkube"
 	"github.com/talosc/talosc/pkg/lab/labnet"
 	"github.com/talosc/talosc/pkg/lab/nat"
 	"github.com/talosc/talosc/pkg/lab/openstack"
@@ -99,7 +101,7 @@ type Lab struct {
 	logf      func(format string, args ...any)
 	nat       *nat.NAT
 	fleet     *talosnode.Fleet
-	kube      *kubernetes
+	kube      *labkube.Kubernetes
 	vips      *vip.Tracker
 	nodeKnobs *nodeKnobs
 	rec       *labnet.Recorder
@@ -173,26 +175,11 @@ func (l *Lab) start(o Options) error {
 		l.ArgoCD = m
 		l.add(Endpoint{Name: "argocd-management", URL: m.URL()}, m.Close)
 	}
-	l.kube = newKubernetes(l)
+	l.startNodes(o)
 	l.watchAgents()
-	timing := talosnode.DefaultTiming()
-	if o.NodesBoot > 0 {
-		timing.Boot = o.NodesBoot
-	}
-	l.fleet = talosnode.New(talosnode.Options{
-		Recorder:    l.rec,
-		Injector:    l.inj,
-		Timing:      timing,
-		Schematics:  l.schematic,
-		OnBootstrap: l.kube.onBootstrap,
-		OnEvent:     l.onNodeEvent,
-		KubeAPI:     l.kube.healthAPI,
-	})
-	l.vips = vip.New(l.fleet, cmp.Or(o.VIPFailover, DefaultVIPFailover), l.logf)
-	l.nodeKnobs = &nodeKnobs{fleet: l.fleet, pending: map[netip.Addr]talosnode.Knobs{}}
 	// closers run backwards: the Kubernetes APIs, then the VIPs stop before
 	// the fleet powers off
-	l.closers = append(l.closers, l.fleet.Close, l.vips.Close, l.kube.close)
+	l.closers = append(l.closers, l.fleet.Close, l.vips.Close, l.kube.Close)
 	switch {
 	case o.Follow != nil:
 		return l.startFollow(*o.Follow)
@@ -205,10 +192,38 @@ func (l *Lab) start(o Options) error {
 	}
 }
 
+// startNodes builds the Talos fleet, its clusters' API VIPs and their
+// Kubernetes, which are wired in a loop: the fleet calls the Kubernetes
+// (OnBootstrap, KubeAPI, OnEvent), built from the fleet and the VIPs after
+// it, only once a node boots, which no cloud has asked for yet.
+func (l *Lab) startNodes(o Options) {
+	timing := talosnode.DefaultTiming()
+	if o.NodesBoot > 0 {
+		timing.Boot = o.NodesBoot
+	}
+	l.fleet = talosnode.New(talosnode.Options{
+		Recorder:    l.rec,
+		Injector:    l.inj,
+		Timing:      timing,
+		Schematics:  l.schematic,
+		OnBootstrap: func(info talosnode.BootstrapInfo) { l.kube.OnBootstrap(info) },
+		OnEvent:     l.onNodeEvent,
+		KubeAPI:     func(c *talosnode.Cluster) talosnode.KubeAPI { return l.kube.HealthAPI(c) },
+	})
+	l.vips = vip.New(l.fleet, cmp.Or(o.VIPFailover, DefaultVIPFailover), l.logf)
+	l.nodeKnobs = &nodeKnobs{fleet: l.fleet, pending: map[netip.Addr]talosnode.Knobs{}}
+	l.kube = labkube.New(l.ctx, labkube.Options{
+		Fleet: l.fleet, VIPs: l.vips, DataDir: l.dataDir, FixedAddress: l.nat.Target,
+		Listed:   func(name, url string) { l.add(Endpoint{Name: name, URL: url}, nil) },
+		Unlisted: l.removeService,
+		Injector: l.inj, Recorder: l.rec, Logf: l.logf,
+	})
+}
+
 // onNodeEvent moves the VIPs, then mirrors the node into its Kubernetes.
 func (l *Lab) onNodeEvent(ev talosnode.Event) {
 	l.vips.OnNodeEvent(ev)
-	l.kube.onNodeEvent(ev)
+	l.kube.OnNodeEvent(ev)
 }
 
 // schematic tells the Talos nodes which extensions a schematic carries.
@@ -248,9 +263,12 @@ func (l *Lab) destroyNode(addr netip.Addr) {
 	}
 	st := n.Status()
 	l.fleet.Destroy(addr)
-	l.kube.mirror(st, kubeletRemoved)
-	l.kube.stopIfGone(st.Cluster)
+	l.kube.Removed(st)
 }
+
+// KubeAPI returns the Kubernetes API of cluster once it is bootstrapped,
+// else nil.
+func (l *Lab) KubeAPI(cluster string) *kubeapi.Server { return l.kube.Server(cluster) }
 
 // NodeTiming is how long the lab's simulated Talos work takes (boots,
 // reboots, installs), NodesBoot and the defaults filled in.
@@ -387,7 +405,7 @@ func (l *Lab) ControlHandler() http.Handler {
 		}
 		switch now, later := l.nodeKnobs.set(addr, k, r.URL.Query().Get("pending") == "true"); {
 		case now:
-			if err := l.kube.applyKnobs(r.Context(), addr); err != nil {
+			if err := l.kube.ApplyKnobs(r.Context(), addr); err != nil {
 				http.Error(w, fmt.Sprintf("knobs set; their Kubernetes side (drainBlocked): %v", err), http.StatusInternalServerError)
 				return
 			}
