@@ -197,14 +197,7 @@ network:
   cluster:
     cidr: %s
     kubeapi_vip: %s
-  dns: []
-  ntp: [127.0.0.123]
-security:
-  kubernetes:
-    lab: 127.0.0.0/8
-  talos:
-    lab: 127.0.0.0/8
-`, name, releasesYAML(l.Factory), l.Proxmox.URL, caFile, l.bridge.prefix, l.bridge.prefix.Addr().Next().Next())
+%s`, name, releasesYAML(l.Factory), l.Proxmox.URL, caFile, l.bridge.prefix, l.bridge.prefix.Addr().Next().Next(), loopbackYAML)
 	secrets := fmt.Sprintf("proxmox:\n  token_id: %q\n  token_secret: %q\n", proxmox.DefaultTokenID, proxmox.DefaultTokenSecret)
 	return writeFiles(dir, []file{
 		{"cluster.yaml", []byte(cluster)},
