@@ -7,10 +7,8 @@ package lab
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -19,6 +17,7 @@ import (
 	"time"
 
 	"github.com/talosc/talosc/pkg/lab/argocd"
+	"github.com/talosc/talosc/pkg/lab/bridge"
 	"github.com/talosc/talosc/pkg/lab/follow"
 	"github.com/talosc/talosc/pkg/lab/imagefactory"
 	"github.com/talosc/talosc/pkg/lab/kubeapi"
@@ -122,7 +121,7 @@ type Lab struct {
 	Rancher *rancher.Server
 	// Follower follows a real OpenStack (Options.Follow).
 	Follower *follow.Follower
-	bridge   *bridge
+	bridge   *bridge.Bridge
 }
 
 // Start starts every service of the lab.
@@ -305,140 +304,4 @@ func (l *Lab) Services() []Endpoint {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return slices.Clone(l.services)
-}
-
-// Status is what "talosc-lab status" shows.
-type Status struct {
-	Provider     string         `json:"provider"`
-	Uptime       string         `json:"uptime"`
-	Services     []Endpoint     `json:"services"`
-	Calls        int            `json:"calls"`
-	Mutations    int            `json:"mutations"`
-	CallsBy      map[string]int `json:"callsByService"`
-	BusyDuration string         `json:"busy"` // see labnet.Recorder.Busy
-	// Lost and Late count the calls whose answer was lost after (Lost)
-	// or before (Late) the request was applied; LatePending the late
-	// requests not applied yet.
-	Lost        int `json:"lost"`
-	Late        int `json:"late"`
-	LatePending int `json:"latePending"`
-	// VIPs are the clusters' API VIPs and their owners.
-	VIPs []vip.Status `json:"vips,omitempty"`
-}
-
-// Status reports the lab's services and call counts.
-func (l *Lab) Status() Status {
-	calls := l.rec.Calls()
-	by := map[string]int{}
-	var lost, late int
-	for _, c := range calls {
-		by[c.Service]++
-		lost += btoi(c.Lost)
-		late += btoi(c.Late)
-	}
-	return Status{
-		Provider:     l.opts.Provider,
-		Uptime:       time.Since(l.started).Round(time.Second).String(),
-		Services:     l.Services(),
-		Calls:        len(calls),
-		Mutations:    len(l.rec.Mutations()),
-		CallsBy:      by,
-		BusyDuration: l.rec.Busy().String(),
-		Lost:         lost,
-		Late:         late,
-		LatePending:  l.inj.Pending(),
-		VIPs:         l.vips.Status(),
-	}
-}
-
-// ControlHandler serves the lab's control API:
-//
-//   - GET /status: Status.
-//   - GET /calls: every recorded call.
-//   - PUT /knobs: the API faults of every service (JSON labnet.Knobs;
-//     latency, slow and lateBy are Go durations, "25s", or nanoseconds),
-//     204 once set, 400 for knobs ValidateKnobs refuses. Late requests
-//     already decided are still applied.
-//   - GET /nodes: every Talos node's talosnode.NodeStatus, by address.
-//   - PUT /nodes/{address}/knobs: one node's scripted faults, replacing
-//     its knobs (JSON talosnode.Knobs, e.g. {"neverBoots": true},
-//     {"resetFails": "disk busy"}, {"resetHangs": true},
-//     {"rebootHangs": true}, {"drainBlocked": true},
-//     {"neverLeavesEtcd": true}, {"rebootDown": "30s"}: a Go duration);
-//     204 once set (drainBlocked's budget included, for a node its
-//     Kubernetes knows), 404 when no node runs at the address, 400 for bad
-//     JSON or an address outside 127.0.0.0/8, 500 when the Kubernetes side
-//     failed. With ?pending=true the knobs of an address without a node
-//     wait for the next node that boots there (202).
-func (l *Lab) ControlHandler() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, l.Status()) })
-	mux.HandleFunc("GET /calls", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, l.rec.Calls()) })
-	mux.HandleFunc("PUT /knobs", func(w http.ResponseWriter, r *http.Request) {
-		k, ok := readKnobs(w, r)
-		if !ok {
-			return
-		}
-		l.inj.Set(k)
-		w.WriteHeader(http.StatusNoContent)
-	})
-	mux.HandleFunc("GET /nodes", func(w http.ResponseWriter, _ *http.Request) {
-		nodes := l.fleet.Nodes()
-		out := make([]talosnode.NodeStatus, len(nodes))
-		for i, n := range nodes {
-			out[i] = n.Status()
-		}
-		writeJSON(w, out)
-	})
-	mux.HandleFunc("PUT /nodes/{address}/knobs", func(w http.ResponseWriter, r *http.Request) {
-		addr, err := netip.ParseAddr(r.PathValue("address"))
-		if err == nil {
-			err = labnet.CheckLoopback(addr.String())
-		}
-		if err != nil {
-			http.Error(w, fmt.Sprintf("node address: %v", err), http.StatusBadRequest)
-			return
-		}
-		var k talosnode.Knobs
-		if !readJSON(w, r, "node knobs", &k) {
-			return
-		}
-		switch now, later := l.nodeKnobs.set(addr, k, r.URL.Query().Get("pending") == "true"); {
-		case now:
-			if err := l.kube.ApplyKnobs(r.Context(), addr); err != nil {
-				http.Error(w, fmt.Sprintf("knobs set; their Kubernetes side (drainBlocked): %v", err), http.StatusInternalServerError)
-				return
-			}
-			w.WriteHeader(http.StatusNoContent)
-		case later:
-			w.WriteHeader(http.StatusAccepted)
-		default:
-			http.Error(w, fmt.Sprintf("no Talos node at %s (?pending=true keeps the knobs for the next one)", addr), http.StatusNotFound)
-		}
-	})
-	return mux
-}
-
-// btoi is 1 for true.
-func btoi(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-// readJSON decodes the request body into v, answering 400 when it cannot.
-func readJSON(w http.ResponseWriter, r *http.Request, what string, v any) bool {
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(v); err != nil {
-		http.Error(w, fmt.Sprintf("%s: %v", what, err), http.StatusBadRequest)
-		return false
-	}
-	return true
-}
-
-func writeJSON(w http.ResponseWriter, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v)
 }
