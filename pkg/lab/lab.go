@@ -7,10 +7,8 @@ package lab
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -19,8 +17,11 @@ import (
 	"time"
 
 	"github.com/talosc/talosc/pkg/lab/argocd"
+	"github.com/talosc/talosc/pkg/lab/bridge"
 	"github.com/talosc/talosc/pkg/lab/follow"
 	"github.com/talosc/talosc/pkg/lab/imagefactory"
+	"github.com/talosc/talosc/pkg/lab/kubeapi"
+	"github.com/talosc/talosc/pkg/lab/labkube"
 	"github.com/talosc/talosc/pkg/lab/labnet"
 	"github.com/talosc/talosc/pkg/lab/nat"
 	"github.com/talosc/talosc/pkg/lab/openstack"
@@ -99,7 +100,7 @@ type Lab struct {
 	logf      func(format string, args ...any)
 	nat       *nat.NAT
 	fleet     *talosnode.Fleet
-	kube      *kubernetes
+	kube      *labkube.Kubernetes
 	vips      *vip.Tracker
 	nodeKnobs *nodeKnobs
 	rec       *labnet.Recorder
@@ -120,7 +121,7 @@ type Lab struct {
 	Rancher *rancher.Server
 	// Follower follows a real OpenStack (Options.Follow).
 	Follower *follow.Follower
-	bridge   *bridge
+	bridge   *bridge.Bridge
 }
 
 // Start starts every service of the lab.
@@ -173,26 +174,11 @@ func (l *Lab) start(o Options) error {
 		l.ArgoCD = m
 		l.add(Endpoint{Name: "argocd-management", URL: m.URL()}, m.Close)
 	}
-	l.kube = newKubernetes(l)
+	l.startNodes(o)
 	l.watchAgents()
-	timing := talosnode.DefaultTiming()
-	if o.NodesBoot > 0 {
-		timing.Boot = o.NodesBoot
-	}
-	l.fleet = talosnode.New(talosnode.Options{
-		Recorder:    l.rec,
-		Injector:    l.inj,
-		Timing:      timing,
-		Schematics:  l.schematic,
-		OnBootstrap: l.kube.onBootstrap,
-		OnEvent:     l.onNodeEvent,
-		KubeAPI:     l.kube.healthAPI,
-	})
-	l.vips = vip.New(l.fleet, cmp.Or(o.VIPFailover, DefaultVIPFailover), l.logf)
-	l.nodeKnobs = &nodeKnobs{fleet: l.fleet, pending: map[netip.Addr]talosnode.Knobs{}}
 	// closers run backwards: the Kubernetes APIs, then the VIPs stop before
 	// the fleet powers off
-	l.closers = append(l.closers, l.fleet.Close, l.vips.Close, l.kube.close)
+	l.closers = append(l.closers, l.fleet.Close, l.vips.Close, l.kube.Close)
 	switch {
 	case o.Follow != nil:
 		return l.startFollow(*o.Follow)
@@ -205,10 +191,38 @@ func (l *Lab) start(o Options) error {
 	}
 }
 
+// startNodes builds the Talos fleet, its clusters' API VIPs and their
+// Kubernetes, which are wired in a loop: the fleet calls the Kubernetes
+// (OnBootstrap, KubeAPI, OnEvent), built from the fleet and the VIPs after
+// it, only once a node boots, which no cloud has asked for yet.
+func (l *Lab) startNodes(o Options) {
+	timing := talosnode.DefaultTiming()
+	if o.NodesBoot > 0 {
+		timing.Boot = o.NodesBoot
+	}
+	l.fleet = talosnode.New(talosnode.Options{
+		Recorder:    l.rec,
+		Injector:    l.inj,
+		Timing:      timing,
+		Schematics:  l.schematic,
+		OnBootstrap: func(info talosnode.BootstrapInfo) { l.kube.OnBootstrap(info) },
+		OnEvent:     l.onNodeEvent,
+		KubeAPI:     func(c *talosnode.Cluster) talosnode.KubeAPI { return l.kube.HealthAPI(c) },
+	})
+	l.vips = vip.New(l.fleet, cmp.Or(o.VIPFailover, DefaultVIPFailover), l.logf)
+	l.nodeKnobs = &nodeKnobs{fleet: l.fleet, pending: map[netip.Addr]talosnode.Knobs{}}
+	l.kube = labkube.New(l.ctx, labkube.Options{
+		Fleet: l.fleet, VIPs: l.vips, DataDir: l.dataDir, FixedAddress: l.nat.Target,
+		Listed:   func(name, url string) { l.add(Endpoint{Name: name, URL: url}, nil) },
+		Unlisted: l.removeService,
+		Injector: l.inj, Recorder: l.rec, Logf: l.logf,
+	})
+}
+
 // onNodeEvent moves the VIPs, then mirrors the node into its Kubernetes.
 func (l *Lab) onNodeEvent(ev talosnode.Event) {
 	l.vips.OnNodeEvent(ev)
-	l.kube.onNodeEvent(ev)
+	l.kube.OnNodeEvent(ev)
 }
 
 // schematic tells the Talos nodes which extensions a schematic carries.
@@ -248,9 +262,12 @@ func (l *Lab) destroyNode(addr netip.Addr) {
 	}
 	st := n.Status()
 	l.fleet.Destroy(addr)
-	l.kube.mirror(st, kubeletRemoved)
-	l.kube.stopIfGone(st.Cluster)
+	l.kube.Removed(st)
 }
+
+// KubeAPI returns the Kubernetes API of cluster once it is bootstrapped,
+// else nil.
+func (l *Lab) KubeAPI(cluster string) *kubeapi.Server { return l.kube.Server(cluster) }
 
 // NodeTiming is how long the lab's simulated Talos work takes (boots,
 // reboots, installs), NodesBoot and the defaults filled in.
@@ -287,140 +304,4 @@ func (l *Lab) Services() []Endpoint {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return slices.Clone(l.services)
-}
-
-// Status is what "talosc-lab status" shows.
-type Status struct {
-	Provider     string         `json:"provider"`
-	Uptime       string         `json:"uptime"`
-	Services     []Endpoint     `json:"services"`
-	Calls        int            `json:"calls"`
-	Mutations    int            `json:"mutations"`
-	CallsBy      map[string]int `json:"callsByService"`
-	BusyDuration string         `json:"busy"` // see labnet.Recorder.Busy
-	// Lost and Late count the calls whose answer was lost after (Lost)
-	// or before (Late) the request was applied; LatePending the late
-	// requests not applied yet.
-	Lost        int `json:"lost"`
-	Late        int `json:"late"`
-	LatePending int `json:"latePending"`
-	// VIPs are the clusters' API VIPs and their owners.
-	VIPs []vip.Status `json:"vips,omitempty"`
-}
-
-// Status reports the lab's services and call counts.
-func (l *Lab) Status() Status {
-	calls := l.rec.Calls()
-	by := map[string]int{}
-	var lost, late int
-	for _, c := range calls {
-		by[c.Service]++
-		lost += btoi(c.Lost)
-		late += btoi(c.Late)
-	}
-	return Status{
-		Provider:     l.opts.Provider,
-		Uptime:       time.Since(l.started).Round(time.Second).String(),
-		Services:     l.Services(),
-		Calls:        len(calls),
-		Mutations:    len(l.rec.Mutations()),
-		CallsBy:      by,
-		BusyDuration: l.rec.Busy().String(),
-		Lost:         lost,
-		Late:         late,
-		LatePending:  l.inj.Pending(),
-		VIPs:         l.vips.Status(),
-	}
-}
-
-// ControlHandler serves the lab's control API:
-//
-//   - GET /status: Status.
-//   - GET /calls: every recorded call.
-//   - PUT /knobs: the API faults of every service (JSON labnet.Knobs;
-//     latency, slow and lateBy are Go durations, "25s", or nanoseconds),
-//     204 once set, 400 for knobs ValidateKnobs refuses. Late requests
-//     already decided are still applied.
-//   - GET /nodes: every Talos node's talosnode.NodeStatus, by address.
-//   - PUT /nodes/{address}/knobs: one node's scripted faults, replacing
-//     its knobs (JSON talosnode.Knobs, e.g. {"neverBoots": true},
-//     {"resetFails": "disk busy"}, {"resetHangs": true},
-//     {"rebootHangs": true}, {"drainBlocked": true},
-//     {"neverLeavesEtcd": true}, {"rebootDown": "30s"}: a Go duration);
-//     204 once set (drainBlocked's budget included, for a node its
-//     Kubernetes knows), 404 when no node runs at the address, 400 for bad
-//     JSON or an address outside 127.0.0.0/8, 500 when the Kubernetes side
-//     failed. With ?pending=true the knobs of an address without a node
-//     wait for the next node that boots there (202).
-func (l *Lab) ControlHandler() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, l.Status()) })
-	mux.HandleFunc("GET /calls", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, l.rec.Calls()) })
-	mux.HandleFunc("PUT /knobs", func(w http.ResponseWriter, r *http.Request) {
-		k, ok := readKnobs(w, r)
-		if !ok {
-			return
-		}
-		l.inj.Set(k)
-		w.WriteHeader(http.StatusNoContent)
-	})
-	mux.HandleFunc("GET /nodes", func(w http.ResponseWriter, _ *http.Request) {
-		nodes := l.fleet.Nodes()
-		out := make([]talosnode.NodeStatus, len(nodes))
-		for i, n := range nodes {
-			out[i] = n.Status()
-		}
-		writeJSON(w, out)
-	})
-	mux.HandleFunc("PUT /nodes/{address}/knobs", func(w http.ResponseWriter, r *http.Request) {
-		addr, err := netip.ParseAddr(r.PathValue("address"))
-		if err == nil {
-			err = labnet.CheckLoopback(addr.String())
-		}
-		if err != nil {
-			http.Error(w, fmt.Sprintf("node address: %v", err), http.StatusBadRequest)
-			return
-		}
-		var k talosnode.Knobs
-		if !readJSON(w, r, "node knobs", &k) {
-			return
-		}
-		switch now, later := l.nodeKnobs.set(addr, k, r.URL.Query().Get("pending") == "true"); {
-		case now:
-			if err := l.kube.applyKnobs(r.Context(), addr); err != nil {
-				http.Error(w, fmt.Sprintf("knobs set; their Kubernetes side (drainBlocked): %v", err), http.StatusInternalServerError)
-				return
-			}
-			w.WriteHeader(http.StatusNoContent)
-		case later:
-			w.WriteHeader(http.StatusAccepted)
-		default:
-			http.Error(w, fmt.Sprintf("no Talos node at %s (?pending=true keeps the knobs for the next one)", addr), http.StatusNotFound)
-		}
-	})
-	return mux
-}
-
-// btoi is 1 for true.
-func btoi(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-// readJSON decodes the request body into v, answering 400 when it cannot.
-func readJSON(w http.ResponseWriter, r *http.Request, what string, v any) bool {
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(v); err != nil {
-		http.Error(w, fmt.Sprintf("%s: %v", what, err), http.StatusBadRequest)
-		return false
-	}
-	return true
-}
-
-func writeJSON(w http.ResponseWriter, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v)
 }

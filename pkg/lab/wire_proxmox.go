@@ -4,8 +4,8 @@ import (
 	"cmp"
 	"fmt"
 	"net/netip"
-	"sync"
 
+	"github.com/talosc/talosc/pkg/lab/bridge"
 	"github.com/talosc/talosc/pkg/lab/labnet"
 	"github.com/talosc/talosc/pkg/lab/proxmox"
 	"github.com/talosc/talosc/pkg/lab/talosnode"
@@ -16,65 +16,6 @@ import (
 // every started VM without a static address gets the next free address
 // from .11 up; .2 is left for the API VIP.
 const proxmoxBridgeCIDR = "127.20.0.0/24"
-
-// bridge is the lab's vmbr0: the address of every started VM, static (from
-// its machine config) or leased by the bridge's DHCP from the bridge subnet.
-type bridge struct {
-	mu     sync.Mutex
-	prefix netip.Prefix
-	addrs  map[int]netip.Prefix // by VMID
-}
-
-// attach returns the address of VM vmid: static when valid (unless another
-// VM has it), else its lease (a new one on first use).
-func (b *bridge) attach(vmid int, static netip.Prefix) (netip.Prefix, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	used := map[netip.Addr]int{}
-	for id, a := range b.addrs {
-		if id != vmid {
-			used[a.Addr()] = id
-		}
-	}
-	if static.IsValid() {
-		if id, taken := used[static.Addr()]; taken {
-			return netip.Prefix{}, fmt.Errorf("static address %s is VM %d's", static.Addr(), id)
-		}
-		b.addrs[vmid] = static
-		return static, nil
-	}
-	if a, ok := b.addrs[vmid]; ok && b.prefix.Contains(a.Addr()) {
-		return a, nil
-	}
-	a := b.prefix.Addr()
-	for range 11 { // leases start at .11
-		a = a.Next()
-	}
-	for ; b.prefix.Contains(a); a = a.Next() {
-		if _, taken := used[a]; !taken {
-			b.addrs[vmid] = netip.PrefixFrom(a, b.prefix.Bits())
-			return b.addrs[vmid], nil
-		}
-	}
-	return netip.Prefix{}, fmt.Errorf("dhcp: %s is exhausted", b.prefix)
-}
-
-// address is VM vmid's address.
-func (b *bridge) address(vmid int) (netip.Addr, bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	a, ok := b.addrs[vmid]
-	return a.Addr(), ok
-}
-
-// release forgets VM vmid and returns its address.
-func (b *bridge) release(vmid int) (netip.Addr, bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	a, ok := b.addrs[vmid]
-	delete(b.addrs, vmid)
-	return a.Addr(), ok
-}
 
 // startProxmox runs the simulated Proxmox VE: a started VM boots a Talos node
 // from the user-data of its cidata ISO, on the static address of its machine
@@ -99,7 +40,7 @@ func (l *Lab) startProxmox() error {
 	if err != nil {
 		return fmt.Errorf("lab cluster CIDR: %w", err)
 	}
-	l.bridge = &bridge{prefix: prefix, addrs: map[int]netip.Prefix{}}
+	l.bridge = bridge.New(prefix)
 	pve.OnEvent(l.onProxmox)
 	l.add(Endpoint{Name: "proxmox", URL: pve.URL}, pve.Close)
 	return nil
@@ -110,13 +51,13 @@ func (l *Lab) onProxmox(ev proxmox.Event) {
 	case proxmox.VMStarted:
 		l.startVM(ev)
 	case proxmox.VMStopped:
-		if addr, ok := l.bridge.address(ev.VMID); ok {
+		if addr, ok := l.bridge.Address(ev.VMID); ok {
 			if n, ok := l.fleet.Node(addr); ok {
 				n.PowerOff()
 			}
 		}
 	case proxmox.VMDeleted:
-		if addr, ok := l.bridge.release(ev.VMID); ok {
+		if addr, ok := l.bridge.Release(ev.VMID); ok {
 			l.destroyNode(addr)
 		}
 	}
@@ -127,10 +68,10 @@ func (l *Lab) onProxmox(ev proxmox.Event) {
 func (l *Lab) startVM(ev proxmox.Event) {
 	// A VM that booted before (its cidata ISO may be gone since) powers its
 	// installed node on again, on the address it had.
-	if addr, ok := l.bridge.address(ev.VMID); ok {
+	if addr, ok := l.bridge.Address(ev.VMID); ok {
 		if n, ok := l.fleet.Node(addr); ok {
 			n.PowerOn()
-			if err := l.Proxmox.SetGuestAddress(ev.VMID, netip.PrefixFrom(addr, l.bridge.prefix.Bits())); err != nil {
+			if err := l.Proxmox.SetGuestAddress(ev.VMID, netip.PrefixFrom(addr, l.bridge.Prefix().Bits())); err != nil {
 				l.logf("proxmox: guest agent of VM %d: %v", ev.VMID, err)
 			}
 			return
@@ -146,7 +87,7 @@ func (l *Lab) startVM(ev proxmox.Event) {
 		l.logf("proxmox: VM %d (%s): %v; no Talos node boots", ev.VMID, ev.Name, err)
 		return
 	}
-	addr, err := l.bridge.attach(ev.VMID, static)
+	addr, err := l.bridge.Attach(ev.VMID, static)
 	if err != nil {
 		l.logf("proxmox: VM %d: %v", ev.VMID, err)
 		return
@@ -197,14 +138,7 @@ network:
   cluster:
     cidr: %s
     kubeapi_vip: %s
-  dns: []
-  ntp: [127.0.0.123]
-security:
-  kubernetes:
-    lab: 127.0.0.0/8
-  talos:
-    lab: 127.0.0.0/8
-`, name, releasesYAML(l.Factory), l.Proxmox.URL, caFile, l.bridge.prefix, l.bridge.prefix.Addr().Next().Next())
+%s`, name, releasesYAML(l.Factory), l.Proxmox.URL, caFile, l.bridge.Prefix(), l.bridge.Prefix().Addr().Next().Next(), loopbackYAML)
 	secrets := fmt.Sprintf("proxmox:\n  token_id: %q\n  token_secret: %q\n", proxmox.DefaultTokenID, proxmox.DefaultTokenSecret)
 	return writeFiles(dir, []file{
 		{"cluster.yaml", []byte(cluster)},

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	kubeclient "k8s.io/client-go/kubernetes"
-
 	"github.com/talosc/talosc/pkg/lab/kubeapi"
 	"github.com/talosc/talosc/pkg/lab/rancher"
 )
@@ -64,18 +62,7 @@ func (l *Lab) startRancher(auth string) error {
 // watchAgents runs, until the lab closes, the Rancher agent of every
 // cluster API the lab runs once its import manifest is applied.
 func (l *Lab) watchAgents() {
-	go l.Rancher.WatchAgents(l.ctx, rancherAgentPoll, l.kube.clients)
-}
-
-// clients are the admin clients of every cluster API running.
-func (k *kubernetes) clients() []kubeclient.Interface {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	out := make([]kubeclient.Interface, 0, len(k.servers))
-	for _, s := range k.servers {
-		out = append(out, s.Client())
-	}
-	return out
+	go l.Rancher.WatchAgents(l.ctx, rancherAgentPoll, l.kube.Clients)
 }
 
 // RancherCAFile is the lab Rancher's CA, written beside secrets.yaml.

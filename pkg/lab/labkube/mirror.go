@@ -1,4 +1,4 @@
-package lab
+package labkube
 
 import (
 	"cmp"
@@ -58,11 +58,11 @@ type nodeMirror struct {
 	waiters []chan error
 }
 
-// onNodeEvent mirrors a node's state into its cluster's API. Talos never
-// deletes a Node: a reset or deleted machine leaves its Node behind, its
-// kubelet (and the mirror pods of its static pods) gone, until a client
-// deletes it.
-func (k *kubernetes) onNodeEvent(ev talosnode.Event) {
+// OnNodeEvent mirrors a node's state into its cluster's API (the fleet's
+// Options.OnEvent). Talos never deletes a Node: a reset or deleted machine
+// leaves its Node behind, its kubelet (and the mirror pods of its static
+// pods) gone, until a client deletes it.
+func (k *Kubernetes) OnNodeEvent(ev talosnode.Event) {
 	switch ev.Kind {
 	case talosnode.EventBooted:
 		k.mirror(ev.Node, kubeletStarted)
@@ -71,14 +71,21 @@ func (k *kubernetes) onNodeEvent(ev talosnode.Event) {
 	case talosnode.EventDown:
 		k.mirror(ev.Node, kubeletStopped)
 	case talosnode.EventReset:
-		k.mirror(ev.Node, kubeletRemoved)
-		k.stopIfGone(ev.Node.Cluster)
+		k.Removed(ev.Node)
 	}
+}
+
+// Removed mirrors the node st describes, reset or deleted with its
+// machine: its Node stays, silent, its mirror pods go; the last control
+// plane of a cluster takes the cluster's API with it.
+func (k *Kubernetes) Removed(st talosnode.NodeStatus) {
+	k.mirror(st, kubeletRemoved)
+	k.stopIfGone(st.Cluster)
 }
 
 // mirror queues a change of the node st describes; the channel tells how
 // it went once applied (at once when there is nothing to apply it to).
-func (k *kubernetes) mirror(st talosnode.NodeStatus, c kubeletChange) <-chan error {
+func (k *Kubernetes) mirror(st talosnode.NodeStatus, c kubeletChange) <-chan error {
 	done := make(chan error, 1)
 	if st.Cluster == "" || st.Hostname == "" {
 		done <- nil
@@ -111,7 +118,7 @@ func (k *kubernetes) mirror(st talosnode.NodeStatus, c kubeletChange) <-chan err
 }
 
 // runMirror applies m's changes until none is pending.
-func (k *kubernetes) runMirror(m *nodeMirror) {
+func (k *Kubernetes) runMirror(m *nodeMirror) {
 	for {
 		m.mu.Lock()
 		if !m.pending {
@@ -124,7 +131,7 @@ func (k *kubernetes) runMirror(m *nodeMirror) {
 		m.mu.Unlock()
 		err := k.applyChange(st, c)
 		if err != nil {
-			k.lab.logf("kubernetes: node %s: %v", st.Hostname, err)
+			k.opts.Logf("kubernetes: node %s: %v", st.Hostname, err)
 		}
 		for _, w := range waiters {
 			w <- err
@@ -139,12 +146,12 @@ func (k *kubernetes) runMirror(m *nodeMirror) {
 // after a live apply, gone silent when the machine stops, its mirror pods
 // gone too when it was reset or deleted; then the node's drainBlocked knob
 // is applied.
-func (k *kubernetes) applyChange(st talosnode.NodeStatus, c kubeletChange) error {
-	srv := k.server(st.Cluster)
+func (k *Kubernetes) applyChange(st talosnode.NodeStatus, c kubeletChange) error {
+	srv := k.Server(st.Cluster)
 	if srv == nil {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(k.lab.ctx, 30*time.Second)
+	ctx, cancel := context.WithTimeout(k.ctx, 30*time.Second)
 	defer cancel()
 	var err error
 	switch c {
@@ -180,8 +187,8 @@ func (k *kubernetes) applyChange(st talosnode.NodeStatus, c kubeletChange) error
 // applyDrainKnob blocks or unblocks the drain of st's Node as the knob of
 // the node now at its address says (a machine deleted since keeps its
 // Node as it is).
-func (k *kubernetes) applyDrainKnob(ctx context.Context, srv *kubeapi.Server, st talosnode.NodeStatus) error {
-	n, ok := k.lab.fleet.Node(st.Address)
+func (k *Kubernetes) applyDrainKnob(ctx context.Context, srv *kubeapi.Server, st talosnode.NodeStatus) error {
+	n, ok := k.opts.Fleet.Node(st.Address)
 	if !ok {
 		return nil
 	}
@@ -191,10 +198,10 @@ func (k *kubernetes) applyDrainKnob(ctx context.Context, srv *kubeapi.Server, st
 	return srv.SetDrainBlocked(ctx, st.Hostname, n.Knobs().DrainBlocked)
 }
 
-// applyKnobs applies the lab's side of the knobs of the node at addr (its
-// drainBlocked) and waits until it is done.
-func (k *kubernetes) applyKnobs(ctx context.Context, addr netip.Addr) error {
-	n, ok := k.lab.fleet.Node(addr)
+// ApplyKnobs applies the Kubernetes side of the knobs of the node at addr
+// (its drainBlocked) and waits until it is done.
+func (k *Kubernetes) ApplyKnobs(ctx context.Context, addr netip.Addr) error {
+	n, ok := k.opts.Fleet.Node(addr)
 	if !ok {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package lab
+package labkube
 
 import (
 	"net/netip"
@@ -25,11 +25,11 @@ func staticPods(st talosnode.NodeStatus) []kubeapi.StaticPod {
 // answers there; with no VIP owner known (an endpoint that is no VIP, or
 // nobody holds it), the lowest tag among the running control planes. ""
 // (the binary's version) when none runs.
-func (k *kubernetes) apiServerVersion(cluster string, vip netip.Addr) string {
-	owner := k.lab.vips.Owner(cluster, vip)
+func (k *Kubernetes) apiServerVersion(cluster string, vip netip.Addr) string {
+	owner := k.opts.VIPs.Owner(cluster, vip)
 	var lowest *version.Version
 	lowestTag := ""
-	for _, n := range k.lab.fleet.Nodes() {
+	for _, n := range k.opts.Fleet.Nodes() {
 		st := n.Status()
 		if st.Cluster != cluster || !st.ControlPlane || !st.APIUp {
 			continue

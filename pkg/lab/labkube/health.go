@@ -1,4 +1,4 @@
-package lab
+package labkube
 
 import (
 	"context"
@@ -16,12 +16,13 @@ import (
 // of the moment, looked up at every check (the fleet asks for a cluster's
 // KubeAPI once, before or after its API started).
 type kubeHealth struct {
-	k       *kubernetes
+	k       *Kubernetes
 	cluster *talosnode.Cluster
 }
 
-// healthAPI is the fleet's Options.KubeAPI.
-func (k *kubernetes) healthAPI(c *talosnode.Cluster) talosnode.KubeAPI {
+// HealthAPI is cluster c's API as its nodes' health check asks it (the
+// fleet's Options.KubeAPI).
+func (k *Kubernetes) HealthAPI(c *talosnode.Cluster) talosnode.KubeAPI {
 	return &kubeHealth{k: k, cluster: c}
 }
 
@@ -30,7 +31,7 @@ func (k *kubernetes) healthAPI(c *talosnode.Cluster) talosnode.KubeAPI {
 // does not apply (kubeapi.ErrSkip) is talosnode.ErrSkip: the check shows
 // SKIP, as Talos does.
 func (h *kubeHealth) Check(ctx context.Context, condition string, nodes []talosnode.NodeInfo) error {
-	srv := h.k.server(h.cluster.Name())
+	srv := h.k.Server(h.cluster.Name())
 	if srv == nil {
 		ep := h.cluster.Endpoint()
 		return &url.Error{Op: "Get", URL: ep.JoinPath("api", "v1", "nodes").String(), Err: fmt.Errorf("dial tcp %s: connect: connection refused", ep.Host)}
