@@ -81,7 +81,8 @@ func (e *Env) Cloud(ctx context.Context, in *Input) (provider.Cloud, error) {
 }
 
 // NewPlan returns the plan of one run: a dry run records without acting,
-// and every change is announced on stderr as it starts.
+// every change is announced on stderr as it starts, and what a dry run
+// would do besides is said there.
 func (in *Input) NewPlan() *provider.Plan {
 	return &provider.Plan{
 		DryRun: in.DryRun,
@@ -90,6 +91,7 @@ func (in *Input) NewPlan() *provider.Plan {
 				in.Out.Action(false, "%s %s %s", c.Action, c.Kind, c.Name)
 			}
 		},
+		Note: func(msg string) { in.Out.Info("%s", msg) },
 	}
 }
 

@@ -10,16 +10,27 @@ import (
 	"github.com/talosc/talosc/pkg/state"
 )
 
-// Plan records the changes of one phase run. Providers and phases mutate
-// only through Do: in a dry run Do records the change and does nothing, so
-// plan is converge with the mutations left out. Plan is safe for
-// concurrent use (machines are created concurrently).
+// Plan records the changes of one phase run, and is the one place that
+// knows whether the run is dry. Providers and phases mutate only through
+// it, so plan is converge with the mutations left out:
+//   - Do makes a change and records it (a dry run only records it);
+//   - Pending records changes that wait on a fact only a real run has
+//     (a real run without that fact fails);
+//   - Verify waits for or checks what the changes made (a dry run made
+//     none: nothing to verify);
+//   - Act does what the plan does not list as a change (a dry run only
+//     says what it would do).
+//
+// Plan is safe for concurrent use (machines are created concurrently).
 type Plan struct {
 	// DryRun records changes without making them.
 	DryRun bool
 	// Progress, when set, is told about each change as it starts (a real
 	// run) or is planned (a dry run).
 	Progress func(c state.Change)
+	// Note, when set, is told what a dry run would do in place of each
+	// Act ("would recover the kubeconfig from ...").
+	Note func(msg string)
 
 	mu      sync.Mutex
 	changes []state.Change
@@ -38,6 +49,48 @@ func (p *Plan) Do(ctx context.Context, c state.Change, fn func(context.Context) 
 		}
 	}
 	p.Record(c)
+	return nil
+}
+
+// Pending stands for changes that wait on a fact only a real run has by
+// this point (the API endpoint the network phase allocates, the boot
+// image the image phase uploads, an address a new machine gets). A dry
+// run, which made none of those, records the changes and returns nil; a
+// real run records nothing and returns err, the fact's absence (nil when
+// no change waits on it).
+func (p *Plan) Pending(err error, changes ...state.Change) error {
+	if !p.DryRun {
+		return err
+	}
+	for _, c := range changes {
+		p.Record(c)
+	}
+	return nil
+}
+
+// Verify calls fn, which waits for the changes made through Do to take
+// effect or checks what they made (servers booted or gone, a bridge on
+// every node, what a teardown left), and returns its error. A dry run
+// made no change, so there is nothing to verify: Verify returns nil
+// without calling fn.
+func (p *Plan) Verify(ctx context.Context, fn func(context.Context) error) error {
+	if p.DryRun {
+		return nil
+	}
+	return fn(ctx)
+}
+
+// Act calls fn, an action the plan does not list as a change (a
+// kubeconfig recovered, a stale one removed), and returns its error
+// unwrapped. A dry run does not call fn: it tells Note "would " + what
+// and returns nil.
+func (p *Plan) Act(ctx context.Context, what string, fn func(context.Context) error) error {
+	if !p.DryRun {
+		return fn(ctx)
+	}
+	if p.Note != nil {
+		p.Note("would " + what)
+	}
 	return nil
 }
 

@@ -48,3 +48,56 @@ func TestPlan(t *testing.T) {
 		t.Errorf("changes %v, want %v", names, want)
 	}
 }
+
+// Pending, Verify and Act in a dry run and a real one: what each records,
+// whether it calls its function, what it returns and what it says.
+func TestPlanModes(t *testing.T) {
+	t.Parallel()
+	missing := errors.New("no endpoint")
+	failed := errors.New("still listed")
+	waiting := change(state.ActionCreate, "server", "w-01")
+	tests := []struct {
+		name    string
+		dry     bool
+		run     func(context.Context, *provider.Plan, func(context.Context) error) error
+		called  bool
+		err     error
+		changes int
+		notes   []string
+	}{
+		{"pending, dry: records the changes", true, func(_ context.Context, p *provider.Plan, _ func(context.Context) error) error {
+			return p.Pending(missing, waiting, change(state.ActionCreate, "server", "w-02"))
+		}, false, nil, 2, nil},
+		{"pending, real: the missing fact", false, func(_ context.Context, p *provider.Plan, _ func(context.Context) error) error {
+			return p.Pending(missing, waiting)
+		}, false, missing, 0, nil},
+		{"pending, real, nothing missing", false, func(_ context.Context, p *provider.Plan, _ func(context.Context) error) error {
+			return p.Pending(nil, waiting)
+		}, false, nil, 0, nil},
+		{"verify, dry: nothing to verify", true, func(ctx context.Context, p *provider.Plan, fn func(context.Context) error) error {
+			return p.Verify(ctx, fn)
+		}, false, nil, 0, nil},
+		{"verify, real: fn's error", false, func(ctx context.Context, p *provider.Plan, fn func(context.Context) error) error {
+			return p.Verify(ctx, fn)
+		}, true, failed, 0, nil},
+		{"act, dry: says what it would do", true, func(ctx context.Context, p *provider.Plan, fn func(context.Context) error) error {
+			return p.Act(ctx, "recover the kubeconfig", fn)
+		}, false, nil, 0, []string{"would recover the kubeconfig"}},
+		{"act, real: fn's error, unwrapped", false, func(ctx context.Context, p *provider.Plan, fn func(context.Context) error) error {
+			return p.Act(ctx, "recover the kubeconfig", fn)
+		}, true, failed, 0, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var notes []string
+			p := &provider.Plan{DryRun: tt.dry, Note: func(msg string) { notes = append(notes, msg) }}
+			called := false
+			err := tt.run(t.Context(), p, func(context.Context) error { called = true; return failed })
+			if err != tt.err || called != tt.called || len(p.Changes()) != tt.changes || !slices.Equal(notes, tt.notes) { //nolint:errorlint // the very error, unwrapped
+				t.Errorf("err %v (want %v), fn called %v (want %v), %d changes (want %d), notes %q (want %q)",
+					err, tt.err, called, tt.called, len(p.Changes()), tt.changes, notes, tt.notes)
+			}
+		})
+	}
+}

@@ -53,11 +53,7 @@ func (r *run) writeTalosconfig(context.Context) error {
 		Forbidden:       forbidden,
 	})
 	if err != nil {
-		if r.in.DryRun {
-			r.plan.Record(state.Change{Action: state.ActionCreate, Kind: kindFile, Name: config.TalosconfigFile, Detail: "endpoint: the first control plane, once its address is allocated"})
-			return nil
-		}
-		return err
+		return r.plan.Pending(err, state.Change{Action: state.ActionCreate, Kind: kindFile, Name: config.TalosconfigFile, Detail: "endpoint: the first control plane, once its address is allocated"})
 	}
 	r.out.TalosEndpoint = ep
 	path, exists := r.clientFile(config.TalosconfigFile)

@@ -13,9 +13,17 @@ import (
 // bootstrap bootstraps etcd on the first control plane and fetches the
 // kubeconfig from it (never from the VIP). A plan records both.
 func (r *run) bootstrap(ctx context.Context) error {
-	if r.etcdAtBootstrap && !r.in.DryRun {
-		if verdict, why := decideEtcd(r.readEtcd(ctx)); verdict != etcdNeverRan {
-			return fmt.Errorf("not bootstrapping: the control planes that had no address at the start of this run now run, and etcd %s (%s); re-run converge", map[etcdVerdict]string{etcdRan: "ran: this cluster was bootstrapped", etcdUnknown: "could not be read on every one of them"}[verdict], why)
+	if r.etcdAtBootstrap {
+		// The control planes that had no address at the start run only
+		// once a real run started them: a plan has nothing to ask.
+		err := r.plan.Verify(ctx, func(ctx context.Context) error {
+			if verdict, why := decideEtcd(r.readEtcd(ctx)); verdict != etcdNeverRan {
+				return fmt.Errorf("not bootstrapping: the control planes that had no address at the start of this run now run, and etcd %s (%s); re-run converge", map[etcdVerdict]string{etcdRan: "ran: this cluster was bootstrapped", etcdUnknown: "could not be read on every one of them"}[verdict], why)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 	}
 	cp1Name := r.cp1().Hostname
@@ -39,8 +47,11 @@ func (r *run) bootstrap(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// A plan document says where the kubeconfig comes from in general
+	// terms, a converge's record names the node: wording only the mode
+	// decides.
 	detail := "from " + cp1Name
-	if r.in.DryRun {
+	if r.plan.DryRun {
 		detail = "from the first control plane"
 	}
 	return r.plan.Do(ctx, state.Change{Action: state.ActionCreate, Kind: kindFile, Name: config.KubeconfigFile, Detail: detail},

@@ -35,13 +35,11 @@ func (r *run) createMachines(ctx context.Context) error {
 		return nil
 	}
 	if !r.obs.hasEndpoint() {
-		if r.in.DryRun {
-			for _, m := range missing {
-				r.plan.Record(state.Change{Action: state.ActionCreate, Kind: r.cloud.MachineKind(), Name: m.Hostname, Detail: "after the network phase allocates the API endpoint"})
-			}
-			return nil
+		pending := make([]state.Change, len(missing))
+		for i, m := range missing {
+			pending[i] = state.Change{Action: state.ActionCreate, Kind: r.cloud.MachineKind(), Name: m.Hostname, Detail: "after the network phase allocates the API endpoint"}
 		}
-		return errors.New("the network phase reported no Kubernetes API endpoint (VIP and advertised address); run tc-net converge first")
+		return r.plan.Pending(errors.New("the network phase reported no Kubernetes API endpoint (VIP and advertised address); run tc-net converge first"), pending...)
 	}
 	input, installers, err := r.configInput()
 	if err != nil {
@@ -63,8 +61,10 @@ func (r *run) createMachines(ctx context.Context) error {
 		att, _ := r.obs.attachment(m.Hostname)
 		specs = append(specs, provider.MachineSpec{Machine: m, Config: mc.Bytes(), Image: r.obs.image, Attachment: att})
 	}
-	if r.obs.image.ID == "" && !r.in.DryRun {
-		return errors.New("the image phase reported no boot image; run tc-image converge first")
+	if r.obs.image.ID == "" {
+		if err := r.plan.Pending(errors.New("the image phase reported no boot image; run tc-image converge first")); err != nil {
+			return err
+		}
 	}
 	created, err := r.cloud.CreateMachines(ctx, specs, r.plan)
 	r.out.Machines = append(r.out.Machines, created...)

@@ -28,18 +28,25 @@ func (Phase) Destroy(ctx context.Context, in *phase.Input, sec *state.Section) e
 	plan := in.NewPlan()
 	err = cloud.DestroyMachines(ctx, inv, plan)
 	sec.Plan = plan.Changes()
-	if err != nil || in.DryRun {
+	if err != nil {
 		return errors.Join(err, sec.SetOutputs(sections.Nodes{Provider: in.Config.Provider(), Machines: inv.Machines}))
 	}
-	left, err := cloud.Inventory(ctx)
-	if err != nil {
-		return fmt.Errorf("list the owned machines again after the teardown: %w", err)
+	left := inv // a dry run removed nothing
+	if err := plan.Verify(ctx, func(ctx context.Context) (err error) {
+		if left, err = cloud.Inventory(ctx); err != nil {
+			return fmt.Errorf("list the owned machines again after the teardown: %w", err)
+		}
+		return nil
+	}); err != nil {
+		return err
 	}
 	if err := sec.SetOutputs(sections.Nodes{Provider: in.Config.Provider(), Machines: left.Machines}); err != nil {
 		return err
 	}
-	if len(left.Machines) > 0 {
-		return fmt.Errorf("%d owned machine(s) still listed after the teardown: %s", len(left.Machines), strings.Join(left.Hostnames(), ", "))
-	}
-	return nil
+	return plan.Verify(ctx, func(context.Context) error {
+		if len(left.Machines) > 0 {
+			return fmt.Errorf("%d owned machine(s) still listed after the teardown: %s", len(left.Machines), strings.Join(left.Hostnames(), ", "))
+		}
+		return nil
+	})
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/talosc/talosc/pkg/provider"
 	"github.com/talosc/talosc/pkg/state"
 	"github.com/talosc/talosc/pkg/talos/identity"
+	"github.com/talosc/talosc/pkg/ui"
 	"github.com/talosc/talosc/pkg/upgrade"
 )
 
@@ -63,9 +64,10 @@ func earlierSections(ctx context.Context, in *phase.Input, cloud provider.Cloud)
 }
 
 // ensureIdentity loads talossecrets.yaml or, for a brand-new cluster,
-// generates it (a dry run keeps it in memory).
+// generates it (a dry run keeps it in memory). identity.Ensure takes the
+// plan's mode: it words its notes and tightens a file's mode by it.
 func (r *run) ensureIdentity(ctx context.Context) error {
-	id, created, err := identity.Ensure(ctx, r.cfg.Dir, r.cfg.Talos.Version, r.obs.inv.Hostnames(), r.in.DryRun)
+	id, created, err := identity.Ensure(ctx, r.cfg.Dir, r.cfg.Talos.Version, r.obs.inv.Hostnames(), r.plan.DryRun)
 	if err != nil {
 		return err
 	}
@@ -120,7 +122,7 @@ func (r *run) discover(ctx context.Context) error {
 	}
 	switch verdict {
 	case etcdNeverRan:
-		return r.interruptedFirstRun(path, has, why)
+		return r.interruptedFirstRun(ctx, path, has, why)
 	case etcdUnknown:
 		r.in.Out.Warn("%d machine(s) already exist and the Kubernetes API did not answer, but whether etcd was ever bootstrapped could not be read: %s", len(r.obs.inv.Machines), why)
 		r.in.Out.Warn("refusing to bootstrap a cluster that may exist; deferring plugin converge hooks")
@@ -129,23 +131,27 @@ func (r *run) discover(ctx context.Context) error {
 	}
 	r.out.Bootstrapped = true
 	if !has {
-		if r.in.DryRun {
-			r.in.Out.Info("would recover the kubeconfig from %s (etcd ran: %s)", r.cp1().Hostname, why)
-			return nil
-		}
-		if err := r.recoverKubeconfig(ctx, path); err != nil {
-			return fmt.Errorf("cluster not up: existing (etcd ran: %s) but its %s could not be recovered -- not bootstrapping: %w; re-run", why, config.KubeconfigFile, err)
-		}
-		up, err := r.probe(ctx)
-		if up {
+		return r.plan.Act(ctx, fmt.Sprintf("recover the kubeconfig from %s (etcd ran: %s)", r.cp1().Hostname, why), func(ctx context.Context) error {
+			if err := r.recoverKubeconfig(ctx, path); err != nil {
+				return fmt.Errorf("cluster not up: existing (etcd ran: %s) but its %s could not be recovered -- not bootstrapping: %w; re-run", why, config.KubeconfigFile, err)
+			}
+			up, err := r.probe(ctx)
+			if !up {
+				return refuseUnreachable(r.in.Out, len(r.obs.inv.Machines), why, err)
+			}
 			r.in.Out.Info("recovered %s from %s", path, r.cp1().Hostname)
 			r.markUp(ctx)
 			return nil
-		}
-		probeErr = err
+		})
 	}
-	r.in.Out.Warn("%d machine(s) already exist and etcd ran (%s), but the Kubernetes API never answered: this is NOT a fresh cluster", len(r.obs.inv.Machines), why)
-	r.in.Out.Warn("refusing to recreate nodes or bootstrap an existing but unreachable cluster; deferring plugin converge hooks")
+	return refuseUnreachable(r.in.Out, len(r.obs.inv.Machines), why, probeErr)
+}
+
+// refuseUnreachable refuses an existing cluster of machines (etcd ran)
+// whose Kubernetes API never answered (I-6), touching none of its nodes.
+func refuseUnreachable(out *ui.Printer, machines int, why string, probeErr error) error {
+	out.Warn("%d machine(s) already exist and etcd ran (%s), but the Kubernetes API never answered: this is NOT a fresh cluster", machines, why)
+	out.Warn("refusing to recreate nodes or bootstrap an existing but unreachable cluster; deferring plugin converge hooks")
 	return fmt.Errorf("cluster not up: existing but unreachable -- not bootstrapping (last probe: %w); check the network path to the API and re-run", probeErr)
 }
 
@@ -167,20 +173,18 @@ func (r *run) markUp(ctx context.Context) {
 // interruptedFirstRun lets the bootstrap step run on a cluster whose
 // etcd never ran, after removing the stale kubeconfig a killed run may
 // have recovered (a plan only says so).
-func (r *run) interruptedFirstRun(path string, has bool, why string) error {
+func (r *run) interruptedFirstRun(ctx context.Context, path string, has bool, why string) error {
 	r.in.Out.Info("no control plane's etcd ever ran (%s): an interrupted first run, bootstrapping", why)
 	if !has {
 		return nil
 	}
-	if r.in.DryRun {
-		r.in.Out.Info("would replace the stale %s with the one fetched after bootstrap", path)
+	return r.plan.Act(ctx, fmt.Sprintf("replace the stale %s with the one fetched after bootstrap", path), func(context.Context) error {
+		r.clients.forgetKube()
+		if err := os.Remove(path); err != nil {
+			return fmt.Errorf("remove the stale %s: %w", path, err)
+		}
 		return nil
-	}
-	r.clients.forgetKube()
-	if err := os.Remove(path); err != nil {
-		return fmt.Errorf("remove the stale %s: %w", path, err)
-	}
-	return nil
+	})
 }
 
 // recoverKubeconfig fetches the kubeconfig from the first control plane

@@ -45,7 +45,7 @@ func (Phase) Converge(ctx context.Context, in *phase.Input, sec *state.Section) 
 	r := newRun(in, cloud)
 	defer r.clients.close()
 	err = r.runSteps(ctx)
-	if in.DryRun {
+	if r.plan.DryRun { // a plan document carries what it observed, for converge --plan to compare
 		r.out.Observed = r.obs.digest()
 	}
 	sec.Plan = append(sec.Plan, r.classified(r.plan.Changes())...)

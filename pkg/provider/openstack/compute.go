@@ -156,34 +156,44 @@ func (c *Cloud) CreateMachines(ctx context.Context, specs []provider.MachineSpec
 			return err
 		})
 	})
-	if plan.DryRun {
-		out := make([]provider.Machine, len(jobs))
-		for i, j := range jobs {
-			out[i] = plannedMachine(cluster, j)
-		}
-		return out, errors.Join(errs...)
+	// A dry run created nothing: it returns every machine as planned.
+	out := make([]provider.Machine, len(jobs))
+	for i, j := range jobs {
+		out[i] = plannedMachine(cluster, j)
 	}
+	werr := plan.Verify(ctx, func(ctx context.Context) error {
+		var err error
+		out, err = c.bootedMachines(ctx, jobs, ids)
+		return err
+	})
+	return out, errors.Join(append(errs, werr)...)
+}
+
+// bootedMachines waits for the servers created (ids, one per job; empty
+// for a job that failed) to be ACTIVE and returns the machines that
+// booted, with the failures joined.
+func (c *Cloud) bootedMachines(ctx context.Context, jobs []serverJob, ids []string) ([]provider.Machine, error) {
 	created := map[string]string{}
 	for i, id := range ids {
 		if id != "" {
 			created[id] = jobs[i].spec.Machine.Hostname
 		}
 	}
-	booted, werr := c.waitServers(ctx, cluster.Name, created, "ACTIVE", serverBooted)
+	booted, err := c.waitServers(ctx, c.cluster.Name, created, "ACTIVE", serverBooted)
 	var out []provider.Machine
 	for i, j := range jobs {
 		s, ok := booted[ids[i]]
 		if !ok {
 			continue
 		}
-		m := machineOf(&s, cluster.Name)
+		m := machineOf(&s, c.cluster.Name)
 		m.DiskGB = j.disk
 		if !m.Address.IsValid() {
 			m.Address = j.spec.Attachment.Address
 		}
 		out = append(out, m)
 	}
-	return out, errors.Join(append(errs, werr)...)
+	return out, err
 }
 
 // serverJobs resolves flavors and encodes machine configs, refusing every

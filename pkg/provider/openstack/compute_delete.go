@@ -197,10 +197,10 @@ func (c *Cloud) DestroyMachines(ctx context.Context, inv *provider.Inventory, pl
 		})
 	})
 	errs = append(errs, c.dropTwins(ctx, cluster.Name, plan))
-	if plan.DryRun {
-		return errors.Join(errs...)
-	}
-	_, werr := c.waitServers(ctx, cluster.Name, deleted, "gone", serverGone)
+	werr := plan.Verify(ctx, func(ctx context.Context) error {
+		_, err := c.waitServers(ctx, cluster.Name, deleted, "gone", serverGone)
+		return err
+	})
 	return errors.Join(append(errs, werr)...)
 }
 

@@ -147,8 +147,9 @@ func (c *Cloud) removeVM(ctx context.Context, vm vmTarget) error {
 }
 
 // deletePool deletes the cluster's pool (through plan) once no VM is left
-// in it but the ones deleted (or, in a dry run, planned for deletion);
-// otherwise it keeps the pool and says why.
+// in it but the ones deleted; otherwise it keeps the pool and says why.
+// Only a dry run still lists those: a VM is out of its pool before its
+// configuration is gone, which a real delete waited for.
 func (c *Cloud) deletePool(ctx context.Context, cluster *config.Cluster, deleted []vmTarget, plan *provider.Plan) error {
 	p, err := c.ownedPool(ctx, cluster.Name)
 	if err != nil || p == nil {
@@ -156,7 +157,7 @@ func (c *Cloud) deletePool(ctx context.Context, cluster *config.Cluster, deleted
 	}
 	var left []string
 	for _, m := range p.Members {
-		if !plan.DryRun || !slices.ContainsFunc(deleted, func(vm vmTarget) bool { return vm.vmid == m.VMID }) {
+		if !slices.ContainsFunc(deleted, func(vm vmTarget) bool { return vm.vmid == m.VMID }) {
 			left = append(left, strconv.Itoa(m.VMID))
 		}
 	}

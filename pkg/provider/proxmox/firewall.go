@@ -198,14 +198,15 @@ type vmTarget struct {
 }
 
 // reconcileFirewall brings a VM's firewall to the policy through plan
-// with one summary change. created marks a VM this run creates: in a dry
-// run it does not exist, and its whole firewall is planned. Missing rules
-// are added before stale ones are deleted (I-F3); rules talosc does not
-// own are reported and kept (I-F4).
+// with one summary change. created marks a VM this run creates; one not
+// made (a dry run's, which has no VMID) has no firewall to read, and its
+// whole firewall is planned. Missing rules are added before stale ones
+// are deleted (I-F3); rules talosc does not own are reported and kept
+// (I-F4).
 func (c *Cloud) reconcileFirewall(ctx context.Context, cluster *config.Cluster, vm vmTarget, created bool, plan *provider.Plan) error {
 	p := policyOf(cluster)
 	var d firewallDiff
-	if created && plan.DryRun {
+	if vm.vmid == 0 {
 		d = p.diff(nil, nil)
 	} else {
 		options, rules, err := c.readFirewall(ctx, vm)

@@ -54,6 +54,10 @@ func (c *Cloud) EnsureImage(ctx context.Context, spec provider.ImageSpec, plan *
 	up := &isoUpload{spec: spec}
 	defer up.close()
 	volid := isoVolID(env, name)
+	img := isoImage(env, spec, name)
+	if len(missing) > 0 {
+		img = provider.Image{Name: spec.Name} // no volume until the ISO is put there: a dry run puts none
+	}
 	for _, n := range missing {
 		how := "downloaded by the node from " + spec.URL
 		if !n.Download || spec.URL == "" {
@@ -64,6 +68,7 @@ func (c *Cloud) EnsureImage(ctx context.Context, spec provider.ImageSpec, plan *
 			Detail: fmt.Sprintf("boot ISO of Talos %s, schematic %s, %s", spec.TalosVersion, spec.SchematicID, how),
 		}
 		err := plan.Do(ctx, change, func(ctx context.Context) error {
+			img = isoImage(env, spec, name) // returned only if the ISO is put there
 			if n.Download && spec.URL != "" {
 				return c.downloadISO(ctx, n.Name, env.ISOStorage.ID, name, spec.URL)
 			}
@@ -73,10 +78,7 @@ func (c *Cloud) EnsureImage(ctx context.Context, spec provider.ImageSpec, plan *
 			return provider.Image{}, err
 		}
 	}
-	if plan.DryRun && len(missing) > 0 {
-		return provider.Image{Name: spec.Name}, nil
-	}
-	return isoImage(env, spec, name), nil
+	return img, nil
 }
 
 // isoTargets are the nodes that must hold the ISO: every compute node, or

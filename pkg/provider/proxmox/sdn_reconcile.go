@@ -66,16 +66,14 @@ func (c *Cloud) reconcileSDN(ctx context.Context, cluster *config.Cluster, env *
 	if err := c.stageSDN(v, own, cluster, nodes, zone, do); err != nil {
 		return err
 	}
-	changed := staged || resumable
-	if changed {
-		if err := c.applySDN(ctx, plan); err != nil {
-			return err
-		}
+	if !staged && !resumable {
+		return c.verifyVNet(ctx, own.vnet, env)
 	}
-	if plan.DryRun && changed {
-		return nil // nothing was applied, so there is no bridge to verify yet
+	if err := c.applySDN(ctx, plan); err != nil {
+		return err
 	}
-	return c.verifyVNet(ctx, own.vnet, env)
+	// Only a real run applied the change, so only it has a bridge to verify.
+	return plan.Verify(ctx, func(ctx context.Context) error { return c.verifyVNet(ctx, own.vnet, env) })
 }
 
 // stageFunc records one SDN change through the plan and runs it unless
