@@ -138,8 +138,8 @@ func TestReconcileNetwork_AnAdminOfAnotherProjectAdoptsNothingOfIt(t *testing.T)
 		l := newNetLab(t, labos.Config{}, openstack.Options{}, defaultNet)
 		l.reconcile(t, false)
 		before := l.lab.Snapshot()
-		other, cfg := adminSession(t, l.lab, defaultNet.yaml(l.lab.AuthURL(), l.lab.Region()), spy)
-		spec := provider.NetworkSpec{Cluster: cfg, Machines: l.spec.Machines}
+		other, _ := adminSession(t, l.lab, defaultNet.yaml(l.lab.AuthURL(), l.lab.Region()), spy)
+		spec := provider.NetworkSpec{Machines: l.spec.Machines}
 		dry := &provider.Plan{DryRun: true}
 		if _, err := other.ReconcileNetwork(t.Context(), spec, dry); err != nil {
 			t.Fatalf("dry run: %v", err)
