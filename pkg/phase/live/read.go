@@ -4,14 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/talosc/talosc/pkg/kube"
 	"github.com/talosc/talosc/pkg/phase"
-)
-
-// The reference's probe of the Kubernetes API (I-3): three attempts 10 s
-// apart, scaled by TALOSC_TIME_SCALE.
-const (
-	ProbeAttempts = 3
-	ProbeInterval = 10 * time.Second
 )
 
 // A node whose Talos API does not answer may be rebooting (a rollout or
@@ -23,10 +17,11 @@ const (
 	SilentPoll   = 10 * time.Second
 )
 
-// Probe asks kc's API up to ProbeAttempts times, ProbeInterval apart; one
-// failed attempt never means "down" (I-3).
+// Probe asks kc's API the reference's way (I-3): kube.ProbeAttempts
+// times, kube.ProbeInterval (scaled by env) apart; one failed attempt
+// never means "down".
 func Probe(ctx context.Context, env *phase.Env, kc KubeReader) (bool, error) {
-	return kc.Probe(ctx, ProbeAttempts, env.Scale(ProbeInterval))
+	return kc.Probe(ctx, kube.ProbeAttempts, env.Scale(kube.ProbeInterval))
 }
 
 // Version is the Talos version node runs, asked through c. A node that

@@ -10,7 +10,6 @@ import (
 	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/ctxwait"
 	"github.com/talosc/talosc/pkg/kube"
-	"github.com/talosc/talosc/pkg/phase/live"
 	"github.com/talosc/talosc/pkg/phase/nodes/kubeupgrade"
 	"github.com/talosc/talosc/pkg/talos/talosapi"
 )
@@ -316,8 +315,8 @@ func (r *run) waitAPI(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	attempts := max(int(endpointBudget/live.ProbeInterval), 1)
-	if up, err := kc.Probe(ctx, attempts, r.scaled(live.ProbeInterval)); !up {
+	attempts := max(int(endpointBudget/kube.ProbeInterval), 1)
+	if up, err := kc.Probe(ctx, attempts, r.scaled(kube.ProbeInterval)); !up {
 		return fmt.Errorf("the Kubernetes API did not answer within %s: %w", r.scaled(endpointBudget), err)
 	}
 	return nil
