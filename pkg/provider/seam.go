@@ -133,9 +133,9 @@ type MachineNet struct {
 	Pool     string
 }
 
-// NetworkSpec is what the network phase reconciles.
+// NetworkSpec is what the network phase reconciles, for the cluster the
+// Cloud was bound to at Connect.
 type NetworkSpec struct {
-	Cluster *config.Cluster
 	// Machines are every desired machine, control planes first.
 	Machines []MachineNet
 }

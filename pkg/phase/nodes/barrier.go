@@ -315,8 +315,8 @@ func (r *run) waitAPI(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	attempts := max(int(endpointBudget/probeInterval), 1)
-	if up, err := kc.Probe(ctx, attempts, r.scaled(probeInterval)); !up {
+	attempts := max(int(endpointBudget/kube.ProbeInterval), 1)
+	if up, err := kc.Probe(ctx, attempts, r.scaled(kube.ProbeInterval)); !up {
 		return fmt.Errorf("the Kubernetes API did not answer within %s: %w", r.scaled(endpointBudget), err)
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 
 	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/phase"
+	"github.com/talosc/talosc/pkg/phase/live"
 	"github.com/talosc/talosc/pkg/phase/preflight"
 	"github.com/talosc/talosc/pkg/phase/sections"
 	"github.com/talosc/talosc/pkg/provider"
@@ -161,7 +162,7 @@ func (r *run) probe(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return kc.Probe(ctx, probeAttempts, r.scaled(probeInterval))
+	return live.Probe(ctx, r.in.Env, kc)
 }
 
 // markUp records an up cluster and lists its nodes.

@@ -17,8 +17,6 @@ const (
 	bootstrapBudget = 5 * time.Minute
 	readyBudget     = 900 * time.Second
 	readyPoll       = 15 * time.Second
-	probeAttempts   = 3
-	probeInterval   = 10 * time.Second
 	healthBudget    = 10 * time.Minute
 	addressBudget   = 600 * time.Second
 	addressPoll     = 15 * time.Second

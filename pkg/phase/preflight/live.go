@@ -4,31 +4,17 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"time"
 
 	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/kube"
 	"github.com/talosc/talosc/pkg/phase"
+	"github.com/talosc/talosc/pkg/phase/live"
 	"github.com/talosc/talosc/pkg/provider"
 	"github.com/talosc/talosc/pkg/talos/identity"
 )
 
-// The running cluster's probes: the reference's three kube probes 10 s
-// apart (I-3), each request bounded (I-X1); scaled by TALOSC_TIME_SCALE.
-const (
-	requestTimeout = 10 * time.Second
-	probeAttempts  = 3
-	probeInterval  = 10 * time.Second
-	minTimeout     = 2 * time.Second
-	// A node whose Talos API does not answer may be rebooting (a rollout
-	// or an upgrade that an earlier run started and did not see through):
-	// it is given a reboot's time to come back before it counts as silent.
-	silentBudget = 5 * time.Minute
-	silentPoll   = 10 * time.Second
-)
-
-// live is what validation saw of the running cluster.
-type live struct {
+// view is what validation saw of the running cluster.
+type view struct {
 	// up: the Kubernetes API answered (within the probes).
 	up bool
 	// nodes are the Kubernetes nodes when up.
@@ -50,14 +36,15 @@ type nodeVersion struct {
 	version string
 }
 
-// observe reads the running cluster. A cluster without a kubeconfig, or
-// whose API never answers, is not up (the nodes phase decides what that
-// means). An up cluster must answer everything else: its version, and
-// the Talos API of every existing desired node through talosconfig's
-// endpoint; what cannot be read refuses the run.
-func observe(ctx context.Context, in *phase.Input, inv *provider.Inventory) (*live, error) {
+// observe reads the running cluster, through the sessions and probe the
+// nodes phase reads it with (package live). A cluster without a
+// kubeconfig, or whose API never answers, is not up (the nodes phase
+// decides what that means). An up cluster must answer everything else:
+// its version, and the Talos API of every existing desired node through
+// talosconfig's endpoint; what cannot be read refuses the run.
+func observe(ctx context.Context, in *phase.Input, inv *provider.Inventory) (*view, error) {
 	cfg := in.Config
-	l := &live{}
+	l := &view{}
 	if tc, ok := phase.ClientFile(cfg, config.TalosconfigFile); ok {
 		if ep, ok, _ := identity.ReadTalosconfigEndpoint(tc); ok {
 			l.endpoint = ep
@@ -67,10 +54,7 @@ func observe(ctx context.Context, in *phase.Input, inv *provider.Inventory) (*li
 	if !ok || len(inv.Machines) == 0 {
 		return l, nil
 	}
-	kc, err := kube.Load(path, kube.Options{
-		Timeout:       max(in.Env.Scale(requestTimeout), minTimeout),
-		RetryInterval: in.Env.Scale(kube.DefaultRetryInterval),
-	})
+	kc, err := live.OpenKube(in.Env)(path)
 	if err != nil {
 		return l, nil //nolint:nilerr // an unreadable kubeconfig is the nodes phase's to judge
 	}
@@ -83,21 +67,13 @@ func observe(ctx context.Context, in *phase.Input, inv *provider.Inventory) (*li
 	return l, l.talosNodes(ctx, in, kc, inv)
 }
 
-// kubeReader is what validation asks of Kubernetes; *kube.Client
-// satisfies it.
-type kubeReader interface {
-	Probe(ctx context.Context, attempts int, interval time.Duration) (bool, error)
-	Nodes(ctx context.Context) ([]kube.Node, error)
-	ServerVersion(ctx context.Context) (string, error)
-}
-
 // readKube probes the API (I-3) and, when it answers, reads its nodes and
 // version, which must then both be read: an API that answered the probe
 // but not the node list could be hiding the nodes a converge would
 // remove or leave behind.
-func (l *live) readKube(ctx context.Context, in *phase.Input, kc kubeReader) error {
+func (l *view) readKube(ctx context.Context, in *phase.Input, kc live.KubeReader) error {
 	var err error
-	if l.up, _ = kc.Probe(ctx, probeAttempts, in.Env.Scale(probeInterval)); !l.up {
+	if l.up, _ = live.Probe(ctx, in.Env, kc); !l.up {
 		return nil
 	}
 	if l.nodes, err = kc.Nodes(ctx); err != nil {
@@ -115,7 +91,7 @@ func (l *live) readKube(ctx context.Context, in *phase.Input, kc kubeReader) err
 // did not. Adding or removing a keyless section changes nothing the
 // nodes depend on (I-T2, I-T3). Without a recorded endpoint, or when the
 // cluster is not up, there is nothing live to protect.
-func (l *live) checkTailscale(cfg *config.Cluster) error {
+func (l *view) checkTailscale(cfg *config.Cluster) error {
 	if !l.up || l.endpoint == "" {
 		return nil
 	}

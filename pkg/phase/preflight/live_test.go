@@ -17,18 +17,18 @@ func TestCheckTailscale(t *testing.T) {
 	keyless := &config.Tailscale{}
 	for _, tc := range []struct {
 		name     string
-		live     live
+		live     view
 		ts       *config.Tailscale
 		refusing string
 	}{
-		{"not up: nothing live to protect", live{endpoint: "127.0.0.11"}, keyed, ""},
-		{"no recorded endpoint: skipped", live{up: true}, keyed, ""},
-		{"adding a key to a live keyless cluster", live{up: true, endpoint: "127.0.0.11"}, keyed, "cluster.yaml now gives tailscale.auth_key"},
-		{"removing the key of a joined cluster", live{up: true, endpoint: "demo-controlplane-01"}, keyless, "no longer gives tailscale.auth_key"},
-		{"removing the section of a joined cluster", live{up: true, endpoint: "demo-controlplane-01"}, nil, "no longer gives tailscale.auth_key"},
-		{"adding a keyless section is allowed", live{up: true, endpoint: "127.0.0.11"}, keyless, ""},
-		{"keeping the key", live{up: true, endpoint: "demo-controlplane-01"}, keyed, ""},
-		{"the scaffold placeholder is no key", live{up: true, endpoint: "127.0.0.11"}, &config.Tailscale{AuthKey: config.PlaceholderSecret}, ""},
+		{"not up: nothing live to protect", view{endpoint: "127.0.0.11"}, keyed, ""},
+		{"no recorded endpoint: skipped", view{up: true}, keyed, ""},
+		{"adding a key to a live keyless cluster", view{up: true, endpoint: "127.0.0.11"}, keyed, "cluster.yaml now gives tailscale.auth_key"},
+		{"removing the key of a joined cluster", view{up: true, endpoint: "demo-controlplane-01"}, keyless, "no longer gives tailscale.auth_key"},
+		{"removing the section of a joined cluster", view{up: true, endpoint: "demo-controlplane-01"}, nil, "no longer gives tailscale.auth_key"},
+		{"adding a keyless section is allowed", view{up: true, endpoint: "127.0.0.11"}, keyless, ""},
+		{"keeping the key", view{up: true, endpoint: "demo-controlplane-01"}, keyed, ""},
+		{"the scaffold placeholder is no key", view{up: true, endpoint: "127.0.0.11"}, &config.Tailscale{AuthKey: config.PlaceholderSecret}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

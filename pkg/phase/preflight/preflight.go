@@ -46,15 +46,15 @@ func check(ctx context.Context, in *phase.Input, cloud provider.Cloud, inv *prov
 	); err != nil {
 		return nil, err
 	}
-	live, err := observe(ctx, in, inv)
+	seen, err := observe(ctx, in, inv)
 	if err != nil {
 		return nil, err
 	}
-	removals, err := checkRemovals(in, inv, live)
+	removals, err := checkRemovals(in, inv, seen)
 	if err != nil {
 		return nil, err
 	}
-	if err := errors.Join(live.checkVersions(cfg), live.checkTailscale(cfg)); err != nil {
+	if err := errors.Join(seen.checkVersions(cfg), seen.checkTailscale(cfg)); err != nil {
 		return nil, err
 	}
 	if err := confirm(in, removals); err != nil {

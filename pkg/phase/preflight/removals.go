@@ -66,7 +66,7 @@ func QuorumRefusal(desiredControlPlanes int, removals []Removal) error {
 // checkRemovals validates every removal before anything happens and
 // returns their names. Removing needs a live cluster: machines cluster.yaml
 // no longer describes while the API does not answer are refused.
-func checkRemovals(in *phase.Input, inv *provider.Inventory, l *live) ([]string, error) {
+func checkRemovals(in *phase.Input, inv *provider.Inventory, l *view) ([]string, error) {
 	removals := Removals(in.Config, inv, l.nodes)
 	if len(removals) == 0 {
 		return nil, nil

@@ -12,17 +12,10 @@ import (
 	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/kube"
 	"github.com/talosc/talosc/pkg/phase"
+	"github.com/talosc/talosc/pkg/phase/live"
 	"github.com/talosc/talosc/pkg/provider"
 	"github.com/talosc/talosc/pkg/talos/identity"
-	"github.com/talosc/talosc/pkg/talos/talosapi"
 )
-
-// talosReader is what validation asks of Talos; *talosapi.Client
-// satisfies it.
-type talosReader interface {
-	Version(ctx context.Context, node string) (string, error)
-	WaitReachable(ctx context.Context, node string, budget, poll time.Duration, progress func(time.Duration)) error
-}
 
 // talosTargets are the existing desired nodes validation asks Talos.
 type talosTargets struct {
@@ -80,7 +73,7 @@ func targetsOf(cfg *config.Cluster, inv *provider.Inventory, nodes []kube.Node, 
 // every existing desired node, which must all answer (I-V1: a node
 // that cannot be read cannot be kept in step with the cloud's firewall or
 // its configuration; the version checks need every node's version).
-func (l *live) talosNodes(ctx context.Context, in *phase.Input, kc kubeReader, inv *provider.Inventory) error {
+func (l *view) talosNodes(ctx context.Context, in *phase.Input, kc live.KubeReader, inv *provider.Inventory) error {
 	cfg := in.Config
 	if l.endpoint == "" {
 		return errors.New("the cluster is up but talosconfig records no endpoint; refusing to go on without the Talos API (re-run converge after restoring talosconfig)")
@@ -94,11 +87,7 @@ func (l *live) talosNodes(ctx context.Context, in *phase.Input, kc kubeReader, i
 	if err != nil {
 		return err
 	}
-	c, err := talosapi.Dial(ctx, id, cfg.Name, l.endpoint, talosapi.Options{
-		CallTimeout:       max(in.Env.Scale(requestTimeout), minTimeout),
-		RetryInterval:     in.Env.Scale(talosapi.DefaultRetryInterval),
-		MaxReconnectDelay: in.Env.Scale(talosapi.DefaultMaxReconnectDelay),
-	})
+	c, err := live.DialTalos(in.Env)(ctx, id, cfg.Name, l.endpoint)
 	if err != nil {
 		return err
 	}
@@ -114,12 +103,12 @@ func (l *live) talosNodes(ctx context.Context, in *phase.Input, kc kubeReader, i
 // then refuses (I-V2): the nodes phase could not roll its
 // configuration out, firewall included, while the network phase would
 // change the cloud's security group ahead of it.
-func (l *live) awaitListed(ctx context.Context, in *phase.Input, kc kubeReader, unlisted []string) error {
+func (l *view) awaitListed(ctx context.Context, in *phase.Input, kc live.KubeReader, unlisted []string) error {
 	if len(unlisted) == 0 {
 		return nil
 	}
-	in.Out.Info("Kubernetes does not list %s; waiting up to %s for it to register", strings.Join(unlisted, ", "), in.Env.Scale(silentBudget))
-	deadline := time.Now().Add(in.Env.Scale(silentBudget))
+	in.Out.Info("Kubernetes does not list %s; waiting up to %s for it to register", strings.Join(unlisted, ", "), in.Env.Scale(live.SilentBudget))
+	deadline := time.Now().Add(in.Env.Scale(live.SilentBudget))
 	for {
 		nodes, err := kc.Nodes(ctx)
 		if err != nil {
@@ -139,37 +128,27 @@ func (l *live) awaitListed(ctx context.Context, in *phase.Input, kc kubeReader, 
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(in.Env.Scale(silentPoll)):
+		case <-time.After(in.Env.Scale(live.SilentPoll)):
 		}
 	}
 }
 
 // readVersions asks every target its Talos version, the endpoint first; a
-// node that does not answer is given a reboot's time, then refuses.
-func (l *live) readVersions(ctx context.Context, in *phase.Input, c talosReader, t talosTargets) error {
-	version := func(ctx context.Context, node string) (string, error) {
-		v, err := c.Version(ctx, node)
-		if err == nil {
-			return v, nil
-		}
-		in.Out.Info("the Talos API of %s does not answer (%v); waiting up to %s for it (a node rebooting?)", node, err, in.Env.Scale(silentBudget))
-		if werr := c.WaitReachable(ctx, node, in.Env.Scale(silentBudget), in.Env.Scale(silentPoll), nil); werr != nil {
-			return "", err
-		}
-		return c.Version(ctx, node)
-	}
+// node that does not answer is given a reboot's time (live.Version), then
+// refuses.
+func (l *view) readVersions(ctx context.Context, in *phase.Input, c live.TalosReader, t talosTargets) error {
 	endpoint := nodeVersion{host: l.endpoint}
 	if t.endpointHost != "" {
 		endpoint.host = t.endpointHost
 	}
 	var err error
-	if endpoint.version, err = version(ctx, l.endpoint); err != nil {
+	if endpoint.version, err = live.Version(ctx, in, c, l.endpoint); err != nil {
 		return fmt.Errorf("the Talos API of %s (talosconfig's endpoint) does not answer (%w); refusing: the running Talos version and the nodes' state are unknown", l.endpoint, err)
 	}
 	nodes := t.nodes
 	var silent []string
 	for i, err := range provider.FanOut(ctx, len(t.addrs), func(ctx context.Context, i int) (err error) {
-		nodes[i].version, err = version(ctx, t.addrs[i])
+		nodes[i].version, err = live.Version(ctx, in, c, t.addrs[i])
 		return err
 	}) {
 		if err != nil {

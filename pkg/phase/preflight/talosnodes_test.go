@@ -122,7 +122,7 @@ func TestTalosNodesRefusesAnUncheckableMachine(t *testing.T) {
 		{Hostname: "t-controlplane-01", Address: netip.MustParseAddr("127.0.0.10")},
 		{Hostname: "t-worker-01", Status: "stopped"},
 	}}
-	l := &live{up: true, endpoint: "127.0.0.10", nodes: []kube.Node{{Name: "t-controlplane-01"}}}
+	l := &view{up: true, endpoint: "127.0.0.10", nodes: []kube.Node{{Name: "t-controlplane-01"}}}
 	err := l.talosNodes(t.Context(), fastInput(t, threeNodes()), &fakeKube{}, inv)
 	if err == nil || !strings.Contains(err.Error(), "1 existing machine(s) cannot be checked while the Kubernetes API answers") || !strings.Contains(err.Error(), "t-worker-01") {
 		t.Errorf("err = %v", err)
@@ -134,12 +134,12 @@ func TestTalosNodesRefusesAnUncheckableMachine(t *testing.T) {
 func TestReadVersionsRefusesASilentNode(t *testing.T) {
 	t.Parallel()
 	targets := talosTargets{endpointHost: "t-controlplane-01", nodes: []nodeVersion{{host: "t-worker-01"}, {host: "t-worker-02"}}, addrs: []string{"127.0.0.21", "127.0.0.22"}}
-	l := &live{endpoint: "127.0.0.10"}
+	l := &view{endpoint: "127.0.0.10"}
 	err := l.readVersions(t.Context(), fastInput(t, threeNodes()), &fakeTalos{silent: map[string]bool{"127.0.0.22": true}}, targets)
 	if err == nil || !strings.Contains(err.Error(), "1 existing node(s) do not answer the Talos API, so their state is unknown; refusing") || !strings.Contains(err.Error(), "t-worker-02 (connection refused)") {
 		t.Errorf("err = %v", err)
 	}
-	l = &live{endpoint: "127.0.0.10"}
+	l = &view{endpoint: "127.0.0.10"}
 	if err := l.readVersions(t.Context(), fastInput(t, threeNodes()), &fakeTalos{rebooting: map[string]bool{"127.0.0.22": true}}, targets); err != nil || len(l.talos) != 3 || l.talos[0].host != "t-controlplane-01" || l.talos[2].version != "v1.13.8" {
 		t.Errorf("all answer, one after its reboot: err %v, versions %+v", err, l.talos)
 	}
@@ -152,7 +152,7 @@ func TestTalosNodesChecksEveryAddressedMachine(t *testing.T) {
 	cfg := threeNodes()
 	cfg.Dir = t.TempDir()
 	inv := &provider.Inventory{Machines: []provider.Machine{{Hostname: "t-controlplane-01", Address: netip.MustParseAddr("127.0.0.10")}}}
-	l := &live{up: true, endpoint: "127.0.0.10", nodes: []kube.Node{{Name: "t-controlplane-01"}}}
+	l := &view{up: true, endpoint: "127.0.0.10", nodes: []kube.Node{{Name: "t-controlplane-01"}}}
 	err := l.talosNodes(t.Context(), fastInput(t, cfg), &fakeKube{}, inv)
 	if err == nil || strings.Contains(err.Error(), "cannot be checked") || !strings.Contains(err.Error(), "talossecrets") {
 		t.Errorf("err = %v, want the identity's load error", err)
@@ -167,7 +167,7 @@ func TestAwaitListedRefusesANodeKubernetesDoesNotList(t *testing.T) {
 	t.Parallel()
 	without := []kube.Node{{Name: "t-controlplane-01"}, {Name: "t-worker-01"}}
 	with := append(slices.Clone(without), kube.Node{Name: "t-worker-02"})
-	l := &live{}
+	l := &view{}
 	err := l.awaitListed(t.Context(), fastInput(t, threeNodes()), &fakeKube{lists: [][]kube.Node{without}}, []string{"t-worker-02"})
 	if err == nil || !strings.Contains(err.Error(), "1 existing node(s) answer Talos but Kubernetes does not list them") || !strings.Contains(err.Error(), "t-worker-02") {
 		t.Errorf("never listed: %v", err)
@@ -189,7 +189,7 @@ func TestAwaitListedRefusesANodeKubernetesDoesNotList(t *testing.T) {
 // hide what a converge would remove).
 func TestReadKubeRefusesAnUnlistedAPI(t *testing.T) {
 	t.Parallel()
-	l := &live{}
+	l := &view{}
 	err := l.readKube(t.Context(), fastInput(t, threeNodes()), &fakeKube{nodesErr: errors.New("etcdserver: request timed out")})
 	if err == nil || !strings.Contains(err.Error(), "the Kubernetes API answered but its nodes could not be listed (etcdserver: request timed out); refusing") {
 		t.Errorf("err = %v", err)
@@ -202,10 +202,10 @@ func TestCheckRemovalsNeedALiveAPI(t *testing.T) {
 	t.Parallel()
 	inv := &provider.Inventory{Machines: []provider.Machine{{Hostname: "t-controlplane-01"}, {Hostname: "t-worker-01"}, {Hostname: "t-worker-02"}, {Hostname: "t-worker-03"}}}
 	in := fastInput(t, threeNodes())
-	if _, err := checkRemovals(in, inv, &live{}); err == nil || !strings.Contains(err.Error(), "1 machine(s) exist that cluster.yaml no longer describes (t-worker-03), but the cluster's Kubernetes API does not answer") {
+	if _, err := checkRemovals(in, inv, &view{}); err == nil || !strings.Contains(err.Error(), "1 machine(s) exist that cluster.yaml no longer describes (t-worker-03), but the cluster's Kubernetes API does not answer") {
 		t.Errorf("API down: %v", err)
 	}
-	if names, err := checkRemovals(in, inv, &live{up: true}); err != nil || !cmp.Equal(names, []string{"t-worker-03"}) {
+	if names, err := checkRemovals(in, inv, &view{up: true}); err != nil || !cmp.Equal(names, []string{"t-worker-03"}) {
 		t.Errorf("API up: %v, %v", names, err)
 	}
 }

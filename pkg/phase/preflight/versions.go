@@ -20,7 +20,7 @@ import (
 // upgrade that would leave the running Kubernetes unsupported (Talos is
 // upgraded before Kubernetes, I-R1). Upgrades are otherwise the nodes
 // phase's. A cluster that is not up is not compared.
-func (l *live) checkVersions(cfg *config.Cluster) error {
+func (l *view) checkVersions(cfg *config.Cluster) error {
 	if !l.up {
 		return nil
 	}
@@ -36,7 +36,7 @@ type runningTalos struct {
 }
 
 // checkTalos checks talos.version against every node's running Talos.
-func (l *live) checkTalos(pinned string) error {
+func (l *view) checkTalos(pinned string) error {
 	groups, err := l.talosByVersion()
 	if err != nil {
 		return err
@@ -76,7 +76,7 @@ func (l *live) checkTalos(pinned string) error {
 
 // talosByVersion groups the nodes by the Talos version they run, lowest
 // first. A version that does not parse refuses: the checks cannot decide.
-func (l *live) talosByVersion() ([]runningTalos, error) {
+func (l *view) talosByVersion() ([]runningTalos, error) {
 	if len(l.talos) == 0 {
 		return nil, errors.New("the cluster is up but no node's Talos version was read; refusing: the running Talos version is unknown")
 	}

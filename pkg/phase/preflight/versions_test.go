@@ -22,16 +22,16 @@ func TestCheckVersions(t *testing.T) {
 		}
 		return out
 	}
-	up := func(kube string, talos ...string) live {
-		return live{up: true, kubeVersion: kube, talos: nodes(talos...)}
+	up := func(kube string, talos ...string) view {
+		return view{up: true, kubeVersion: kube, talos: nodes(talos...)}
 	}
 	for _, tc := range []struct {
 		name        string
-		live        live
+		live        view
 		talos, kube string
 		refusing    string
 	}{
-		{"not up: nothing to compare", live{kubeVersion: "v1.36.1", talos: nodes("v1.14.1")}, "v1.13.8", "v1.35.0", ""},
+		{"not up: nothing to compare", view{kubeVersion: "v1.36.1", talos: nodes("v1.14.1")}, "v1.13.8", "v1.35.0", ""},
 		{"the running versions", up("v1.34.3", "v1.13.8", "v1.13.8"), "v1.13.8", "v1.34.3", ""},
 		{"a Talos upgrade", up("v1.34.3", "v1.13.8", "v1.13.8"), "v1.14.1", "v1.34.3", ""},
 		{"both upgraded by one edit", up("v1.34.3", "v1.13.8", "v1.13.8"), "v1.14.1", "v1.36.1", ""},

@@ -72,5 +72,5 @@ func NetworkSpec(cfg *config.Cluster) provider.NetworkSpec {
 	for i, h := range hosts {
 		ms[i] = provider.MachineNet{Hostname: h.Hostname, Role: h.Role, Pool: h.Pool}
 	}
-	return provider.NetworkSpec{Cluster: cfg, Machines: ms}
+	return provider.NetworkSpec{Machines: ms}
 }

@@ -48,7 +48,7 @@ func newScaleLab(t *testing.T, workers int) *scaleLab {
 		t.Fatal(err)
 	}
 	var specs []provider.MachineSpec
-	for i, m := range l.spec.Cluster.Hostnames() {
+	for i, m := range l.cfg.Hostnames() {
 		specs = append(specs, provider.MachineSpec{Machine: m, Config: []byte("version: v1alpha1\n"), Image: l.img, Attachment: l.res.Machines[i]})
 	}
 	if _, err := l.cloud.CreateMachines(t.Context(), specs, &provider.Plan{}); err != nil {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/lab/inventory"
 	labos "github.com/talosc/talosc/pkg/lab/openstack"
 	"github.com/talosc/talosc/pkg/provider"
@@ -65,7 +64,7 @@ func (s *scopeSpy) RoundTrip(req *http.Request) (*http.Response, error) {
 // adminSession connects to lab as the admin user's application
 // credential (project admin) with the cluster.yaml clusterYAML, through
 // spy.
-func adminSession(t *testing.T, lab *labos.Cloud, clusterYAML string, spy *scopeSpy) (*openstack.Cloud, *config.Cluster) {
+func adminSession(t *testing.T, lab *labos.Cloud, clusterYAML string, spy *scopeSpy) *openstack.Cloud {
 	t.Helper()
 	cred, err := lab.CreateApplicationCredential("admin", "other-team")
 	if err != nil {
@@ -78,7 +77,7 @@ func adminSession(t *testing.T, lab *labos.Cloud, clusterYAML string, spy *scope
 	if err != nil {
 		t.Fatal(err)
 	}
-	return other, cfg
+	return other
 }
 
 // projectLines are the snapshot's resources of project.
@@ -114,7 +113,7 @@ func TestDestroyNetwork_AnAdminOfAnotherProjectDeletesNothingOfIt(t *testing.T) 
 		// its marker names no project.
 		l.createForeignNetwork(t, "c-net-old", "managed-by=taloscluster cluster=c")
 		before := l.lab.Snapshot()
-		other, _ := adminSession(t, l.lab, defaultNet.yaml(l.lab.AuthURL(), l.lab.Region()), spy)
+		other := adminSession(t, l.lab, defaultNet.yaml(l.lab.AuthURL(), l.lab.Region()), spy)
 		dry := &provider.Plan{DryRun: true}
 		if err := other.DestroyNetwork(t.Context(), dry); err != nil {
 			t.Fatalf("dry-run destroy: %v", err)
@@ -138,8 +137,8 @@ func TestReconcileNetwork_AnAdminOfAnotherProjectAdoptsNothingOfIt(t *testing.T)
 		l := newNetLab(t, labos.Config{}, openstack.Options{}, defaultNet)
 		l.reconcile(t, false)
 		before := l.lab.Snapshot()
-		other, cfg := adminSession(t, l.lab, defaultNet.yaml(l.lab.AuthURL(), l.lab.Region()), spy)
-		spec := provider.NetworkSpec{Cluster: cfg, Machines: l.spec.Machines}
+		other := adminSession(t, l.lab, defaultNet.yaml(l.lab.AuthURL(), l.lab.Region()), spy)
+		spec := provider.NetworkSpec{Machines: l.spec.Machines}
 		dry := &provider.Plan{DryRun: true}
 		if _, err := other.ReconcileNetwork(t.Context(), spec, dry); err != nil {
 			t.Fatalf("dry run: %v", err)
@@ -168,7 +167,7 @@ func TestInventory_AnAdminOfAnotherProjectFindsNoneOfItsServers(t *testing.T) {
 	eachScoping(t, func(t *testing.T, spy *scopeSpy) {
 		t.Helper()
 		l := newScaleLab(t, 1)
-		other, _ := adminSession(t, l.lab, workersNet(1).yaml(l.lab.AuthURL(), l.lab.Region()), spy)
+		other := adminSession(t, l.lab, workersNet(1).yaml(l.lab.AuthURL(), l.lab.Region()), spy)
 		inv, err := other.Inventory(t.Context())
 		if err != nil || len(inv.Machines) != 0 {
 			t.Errorf("the admin-project inventory = %v (%v), want none of project demo's servers", inv, err)
@@ -189,7 +188,7 @@ func TestDeleteMachine_TouchesNothingOfAnotherProject(t *testing.T) {
 		t.Helper()
 		l := newScaleLab(t, 1)
 		w1 := l.machine(t, "c-worker-01")
-		other, _ := adminSession(t, l.lab, workersNet(1).yaml(l.lab.AuthURL(), l.lab.Region()), spy)
+		other := adminSession(t, l.lab, workersNet(1).yaml(l.lab.AuthURL(), l.lab.Region()), spy)
 		before := l.lab.Snapshot()
 		plan := &provider.Plan{}
 		err := other.DeleteMachine(t.Context(), w1, plan)

@@ -46,7 +46,7 @@ func (c *Cloud) ReconcileNetwork(ctx context.Context, spec provider.NetworkSpec,
 	if err != nil {
 		return nil, err
 	}
-	r := &netReconciler{c: c, cfg: spec.Cluster, machines: spec.Machines, plan: plan, inv: inv}
+	r := &netReconciler{c: c, cfg: c.cluster, machines: spec.Machines, plan: plan, inv: inv}
 	for _, step := range []func(context.Context) error{
 		r.dropTwins, r.finishTags, r.securityGroup, r.rules, r.network, r.subnet, r.router, r.routerInterface,
 		r.reservedPorts, r.floatingIPs, r.machinePorts, r.reclaimPorts,

@@ -207,7 +207,7 @@ func untaggedMarked(inv labos.Inventory) []string {
 // reconnect is a new talosc run's connection to the lab.
 func (l *netLab) reconnect(t *testing.T) *openstack.Cloud {
 	t.Helper()
-	c, err := openstack.Connect(t.Context(), l.spec.Cluster, openstack.Options{Poll: 20 * time.Millisecond, Logf: l.logs.printf})
+	c, err := openstack.Connect(t.Context(), l.cfg, openstack.Options{Poll: 20 * time.Millisecond, Logf: l.logs.printf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +265,7 @@ func TestValidateMachines_RefusesASubnetCIDRChangeBeforeAnyMutation(t *testing.T
 	c.cidr = "127.17.0.0/24"
 	l.configure(t, c)
 	l.rec.Reset()
-	cfg := l.spec.Cluster
+	cfg := l.cfg
 	err := l.cloud.ValidateMachines(t.Context(), cfg.Hostnames(), &provider.Inventory{})
 	if err == nil || !strings.Contains(err.Error(), "network.cluster.cidr is 127.17.0.0/24 but subnet c-subnet (") ||
 		!strings.Contains(err.Error(), "has 127.16.0.0/24, and Neutron cannot change a subnet's cidr") {

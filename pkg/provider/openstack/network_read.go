@@ -57,7 +57,7 @@ type netInventory struct {
 // list calls (by name, by network, by description), and refuses what may
 // not be adopted before anything is changed.
 func (c *Cloud) readNetwork(ctx context.Context, spec provider.NetworkSpec) (*netInventory, error) {
-	cfg := spec.Cluster
+	cfg := c.cluster
 	if cfg.OpenStack == nil {
 		return nil, errors.New("openstack: cluster.yaml has no openstack section")
 	}

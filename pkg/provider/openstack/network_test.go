@@ -85,7 +85,9 @@ type netLab struct {
 	dir   string
 	cred  labos.AppCredential
 	logs  *syncBuffer
-	spec  provider.NetworkSpec
+	// cfg is the cluster the cloud is connected for, spec its network.
+	cfg  *config.Cluster
+	spec provider.NetworkSpec
 	// opts are the Options every configure connects with.
 	opts openstack.Options
 }
@@ -158,11 +160,11 @@ func loadCluster(t *testing.T, dir, clusterYAML string, cred labos.AppCredential
 func (l *netLab) configure(t *testing.T, c netCluster) {
 	t.Helper()
 	cfg := loadCluster(t, l.dir, c.yaml(l.lab.AuthURL(), l.lab.Region()), l.cred)
-	spec := provider.NetworkSpec{Cluster: cfg}
+	var spec provider.NetworkSpec
 	for _, m := range cfg.Hostnames() {
 		spec.Machines = append(spec.Machines, provider.MachineNet{Hostname: m.Hostname, Role: m.Role, Pool: m.Pool})
 	}
-	l.spec = spec
+	l.cfg, l.spec = cfg, spec
 	var err error
 	if l.cloud, err = openstack.Connect(t.Context(), cfg, l.opts); err != nil {
 		t.Fatal(err)

@@ -19,7 +19,7 @@ import (
 // subnet (through plan, sdn_reconcile.go) and verifies the VNet bridge. It
 // returns the endpoints and the machines' attachments.
 func (c *Cloud) ReconcileNetwork(ctx context.Context, spec provider.NetworkSpec, plan *provider.Plan) (*provider.NetworkResult, error) {
-	cluster := spec.Cluster
+	cluster := c.cluster
 	env, err := c.Preflight(ctx, cluster)
 	if err != nil {
 		return nil, err
@@ -32,13 +32,13 @@ func (c *Cloud) ReconcileNetwork(ctx context.Context, spec provider.NetworkSpec,
 			return nil, err
 		}
 	}
-	return networkResult(spec), nil
+	return networkResult(cluster, spec), nil
 }
 
 // CurrentNetwork is what ReconcileNetwork returns, without reading or
 // checking anything.
 func (c *Cloud) CurrentNetwork(_ context.Context, spec provider.NetworkSpec) (*provider.NetworkResult, error) {
-	return networkResult(spec), nil
+	return networkResult(c.cluster, spec), nil
 }
 
 // DestroyNetwork has nothing to remove for a bridge or VNet (they are the
@@ -133,8 +133,7 @@ func (c *Cloud) nodeBridges(ctx context.Context, node string) ([]bridge, error) 
 // network.cluster or network.external, the first ingress_pool address,
 // and each machine with its managed-SDN static address (none on a
 // DHCP-backed bridge or VNet: the guest agent reports it later).
-func networkResult(spec provider.NetworkSpec) *provider.NetworkResult {
-	cluster := spec.Cluster
+func networkResult(cluster *config.Cluster, spec provider.NetworkSpec) *provider.NetworkResult {
 	px := cluster.Proxmox.Network.Cluster
 	res := &provider.NetworkResult{Network: px.Bridge + px.VNet}
 	if px.SDN != nil {

@@ -14,7 +14,7 @@ import (
 )
 
 func networkSpec(cfg *config.Cluster) provider.NetworkSpec {
-	spec := provider.NetworkSpec{Cluster: cfg}
+	var spec provider.NetworkSpec
 	for _, m := range cfg.Hostnames() {
 		spec.Machines = append(spec.Machines, provider.MachineNet{Hostname: m.Hostname, Role: m.Role, Pool: m.Pool})
 	}

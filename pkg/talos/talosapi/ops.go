@@ -37,9 +37,9 @@ func (c *Client) version(ctx context.Context) (string, error) {
 }
 
 // WaitReachable polls node's Version until apid answers, for up to budget
-// (the reference: ReachableBudget, ReachablePoll), the pauses backing off
-// from ctxwait.FirstPoll to poll. progress, if
-// not nil, is told the time waited after every failed attempt.
+// (the reference: 900 s, polled every 15 s, I-X2), the pauses backing off
+// from ctxwait.FirstPoll to poll. progress, if not nil, is told the time
+// waited after every failed attempt.
 func (c *Client) WaitReachable(ctx context.Context, node string, budget, poll time.Duration, progress func(elapsed time.Duration)) error {
 	start := time.Now()
 	err := pollUntil(ctx, budget, poll, func(ctx context.Context) (bool, error) {
@@ -62,8 +62,7 @@ func (c *Client) WaitReachable(ctx context.Context, node string, budget, poll ti
 // (I-8): an already bootstrapped node (AlreadyExists) is success. While Talos answers that bootstrap is not available
 // yet (FailedPrecondition) or cannot be reached (Unavailable), it retries
 // for up to budget, backing off from ctxwait.FirstPoll to every
-// Options.RetryInterval (the reference:
-// BootstrapBudget).
+// Options.RetryInterval (the reference: 5 minutes).
 func (c *Client) Bootstrap(ctx context.Context, node string, budget time.Duration) error {
 	return pollUntil(ctx, budget, c.opts.RetryInterval, func(ctx context.Context) (bool, error) {
 		err := c.call(ctx, "Bootstrap", node, c.opts.CallTimeout, func(ctx context.Context) error {

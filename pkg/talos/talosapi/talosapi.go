@@ -8,7 +8,8 @@
 // installer run by their own timeouts) and its error names the call and
 // the node ("talos Version on 127.16.0.11: timed out after 30s"). The
 // waits (WaitReachable, Bootstrap's retries, Health, WaitRebooted, Reset)
-// have budgets of their own; the reference's are the exported defaults.
+// have budgets of their own, which the caller passes (the reference's,
+// I-X2, are the nodes phase's).
 package talosapi
 
 import (
@@ -43,13 +44,6 @@ const (
 	DefaultMaxReconnectDelay = 5 * time.Second
 	// DefaultRetryInterval is the pause between Bootstrap attempts.
 	DefaultRetryInterval = 5 * time.Second
-	// ReachableBudget and ReachablePoll are how long and how often
-	// WaitReachable polls apid.
-	ReachableBudget = 900 * time.Second
-	ReachablePoll   = 15 * time.Second
-	// BootstrapBudget is how long Bootstrap retries "bootstrap is not
-	// available yet".
-	BootstrapBudget = 5 * time.Minute
 )
 
 // Options tune a Client. Zero fields take the defaults above.
