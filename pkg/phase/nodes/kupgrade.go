@@ -87,7 +87,7 @@ func (r *run) upgradeKubernetes(ctx context.Context) error {
 	for _, st := range kubeupgrade.Plan(nodes, lowest, steps) {
 		ops = append(ops, r.kubeStepOps(&input, &at, nodes, st)...)
 	}
-	if err := r.execute(ctx, policy{what: "upgrading kubernetes", order: inOrder, prepare: readInput}, ops); err != nil {
+	if err := r.executor().execute(ctx, policy{what: "upgrading kubernetes", order: inOrder, prepare: readInput}, ops); err != nil {
 		if at.Number == 0 {
 			return err
 		}
@@ -96,15 +96,16 @@ func (r *run) upgradeKubernetes(ctx context.Context) error {
 	return nil
 }
 
-// stableAPIVersion waits, for real, until the API answers twice in a row
-// (I-R9: a Talos upgrade has just restarted the control planes:
-// apiStable), then reads its version.
+// stableAPIVersion waits until the API answers twice in a row (I-R9: a
+// Talos upgrade has just restarted the control planes: apiStable; the
+// executor waits in a real run only), then reads its version.
 func (r *run) stableAPIVersion(ctx context.Context) (string, error) {
 	kc, err := r.clients.kubeClient()
 	if err != nil {
 		return "", err
 	}
-	if err := r.apiStable(ctx, kc); err != nil {
+	stable := func(ctx context.Context) error { return r.waiter().apiStable(ctx, kc) }
+	if err := r.executor().do(ctx, action{then: stable}); err != nil {
 		return "", err
 	}
 	return r.apiVersion(ctx, kc)

@@ -93,9 +93,9 @@ func (r *run) upgradeComponent(ctx context.Context, input machineconfig.Input, n
 	r.obs.images[n.Machine.Hostname] = images
 	switch {
 	case ch.Component.StaticPod():
-		return r.waitStaticPod(ctx, c, *n, ch.Component, to, before)
+		return r.waiter().waitStaticPod(ctx, c, *n, ch.Component, to, before)
 	case ch.Component == kubeupgrade.Kubelet:
-		return r.waitKubelet(ctx, *n, to)
+		return r.waiter().waitKubelet(ctx, *n, to)
 	}
 	return nil
 }

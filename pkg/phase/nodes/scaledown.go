@@ -47,7 +47,7 @@ func (r *run) scaleDown(ctx context.Context) error {
 			gone[d.host] = d.address
 		}
 	}
-	return r.execute(ctx, policy{what: "removing control plane", barrier: barrier{between: true, leaving: gone}, after: r.afterScaleDown}, ops)
+	return r.executor().execute(ctx, policy{what: "removing control plane", barrier: barrier{between: true, leaving: gone}, after: r.afterScaleDown}, ops)
 }
 
 // afterScaleDown refreshes the view: the removed nodes and machines are
@@ -122,7 +122,7 @@ func (r *run) removalOp(d removal, gone leaving) op {
 				if d.controlPlane {
 					// A reset control plane may have held the API VIP:
 					// wait for it to answer through another one.
-					if err := r.waitAPI(ctx); err != nil {
+					if err := r.waiter().waitAPI(ctx); err != nil {
 						return fmt.Errorf("after %s left: %w", d.host, err)
 					}
 				}

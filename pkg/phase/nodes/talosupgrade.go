@@ -46,7 +46,7 @@ type talosUpgrade struct {
 func (r *run) upgradeTalos(ctx context.Context) error { return r.rollOutTalos(ctx, workersByPool) }
 
 // rollOutTalos upgrades the nodes that need it, taking the workers as
-// workers says. A real rollout onto a new version says so (talosMoved):
+// workers says. A real rollout onto a new version says so (moved):
 // the configurations follow the document layout of the new version, in
 // the step after.
 func (r *run) rollOutTalos(ctx context.Context, workers order) error {
@@ -68,12 +68,8 @@ func (r *run) rollOutTalos(ctx context.Context, workers order) error {
 		r.moved = newVersion
 		return nil
 	}
-	return r.execute(ctx, policy{what: "upgrading", order: workers, prepare: r.registerPlan, barrier: barrier{before: true, between: true, afterLast: true}, after: after}, ops)
+	return r.executor().execute(ctx, policy{what: "upgrading", order: workers, prepare: r.registerPlan, barrier: barrier{before: true, between: true, afterLast: true}, after: after}, ops)
 }
-
-// talosMoved reports that the Talos rollout just before moved nodes onto
-// a new version.
-func (r *run) talosMoved() bool { return r.moved }
 
 // applyMoved rolls the configurations out again after a Talos rollout onto
 // a new version (their document layout follows the version).

@@ -43,10 +43,10 @@ func (r *run) rebootInto(ctx context.Context, u talosUpgrade) error {
 	if err != nil {
 		return fmt.Errorf("reboot of %s: %w", m.Hostname, err)
 	}
-	if err := r.nodeBack(ctx, m, prev, r.scaled(upgradeBudget)); err != nil {
+	if err := r.waiter().nodeBack(ctx, m, prev, r.scaled(upgradeBudget)); err != nil {
 		return fmt.Errorf("%s did not come back after its upgrade; stopping the rollout: %w", m.Hostname, err)
 	}
-	return r.installedImage(ctx, c, u)
+	return r.waiter().installedImage(ctx, c, u)
 }
 
 // rebootAttempts is how often a reboot whose answer was lost and that
