@@ -124,7 +124,7 @@ func (r *run) configDrift(ctx context.Context) ([]pendingApply, error) {
 	if err != nil {
 		return nil, err
 	}
-	running, err := r.readRunningImages(ctx, c, existing, func(i int) string { return pending[i].address })
+	running, err := r.obs.readRunningImages(ctx, c, existing, func(i int) string { return pending[i].address })
 	if err != nil {
 		return nil, err
 	}

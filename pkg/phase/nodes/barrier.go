@@ -4,13 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/ctxwait"
-	"github.com/talosc/talosc/pkg/kube"
-	"github.com/talosc/talosc/pkg/phase/nodes/kubeupgrade"
 	"github.com/talosc/talosc/pkg/talos/identity"
 	"github.com/talosc/talosc/pkg/talos/talosapi"
 	"github.com/talosc/talosc/pkg/ui"
@@ -47,6 +44,15 @@ func (w waiter) session(ctx context.Context) (talosAPI, error) {
 
 // waiting is a throttled "still waiting for host" progress line.
 func (w waiter) waiting(host string) func(time.Duration) { return waitingLine(w.out, host) }
+
+// The API is stable before a Kubernetes upgrade when it answers
+// stableAnswers times in a row, within stableTries tries stableInterval
+// apart (apiStable).
+const (
+	stableAnswers  = 2
+	stableTries    = 12
+	stableInterval = 10 * time.Second
+)
 
 // pacing is how poll asks.
 type pacing struct {
@@ -182,84 +188,6 @@ func (w waiter) talosHealth(ctx context.Context, cps, workers []string) error {
 			return err
 		}
 		w.out.Warn("talos health check: %v; trying again", err)
-	}
-}
-
-// waitStaticPod waits until the node's configuration of the component has
-// grown past before and its mirror pod runs the step's image, carries at
-// least that configuration version (≥: talos#14258) and is Ready; a pod
-// that does not stops the upgrade before any other node is touched.
-func (w waiter) waitStaticPod(ctx context.Context, c talosAPI, n kubeupgrade.Node, comp kubeupgrade.Component, to config.Version, before uint64) error {
-	kc, err := w.clients.kubeClient()
-	if err != nil {
-		return err
-	}
-	host := n.Machine.Hostname
-	var want uint64
-	return w.waitUntil(ctx, fmt.Sprintf("%s on %s", comp, host), w.scale(staticPodBudget), w.scale(staticPodPoll), func(ctx context.Context) (string, error) {
-		if want <= before {
-			v, err := c.ConfigVersion(ctx, n.Address, string(comp))
-			if err != nil || v <= before {
-				return fmt.Sprintf("its configuration version is still %d", before), err
-			}
-			want = v
-		}
-		pods, err := kc.StaticPods(ctx, string(comp))
-		if err != nil {
-			return "its mirror pod is unknown", err
-		}
-		i := slices.IndexFunc(pods, func(p kube.StaticPod) bool { return p.Node == host || p.HostIP == n.Address })
-		if i < 0 {
-			return "it has no mirror pod", nil
-		}
-		return kubeupgrade.StaticPodWaiting(pods[i], to, want), nil
-	})
-}
-
-// waitKubelet waits until the node's Kubernetes node reports the step's
-// kubelet version and is Ready.
-func (w waiter) waitKubelet(ctx context.Context, n kubeupgrade.Node, to config.Version) error {
-	kc, err := w.clients.kubeClient()
-	if err != nil {
-		return err
-	}
-	host := n.Machine.Hostname
-	return w.waitUntil(ctx, "the kubelet of "+host, w.scale(kubeletBudget), w.scale(kubeletPoll), func(ctx context.Context) (string, error) {
-		nodes, err := kc.Nodes(ctx)
-		if err != nil {
-			return "its node is unknown", err
-		}
-		i := slices.IndexFunc(nodes, func(k kube.Node) bool { return k.Name == host })
-		switch {
-		case i < 0:
-			return "its node is gone", nil
-		case !kubeupgrade.SameVersion(nodes[i].KubeletVersion, to):
-			return fmt.Sprintf("its node reports kubelet %s", nodes[i].KubeletVersion), nil
-		case !nodes[i].Ready:
-			return "its node is not Ready", nil
-		}
-		return "", nil
-	})
-}
-
-// waitUntil is poll for a component of a Kubernetes upgrade: an error is
-// waited through (a component restarting takes the API away), and the
-// timeout names what was last missing.
-func (w waiter) waitUntil(ctx context.Context, what string, budget, every time.Duration, check func(context.Context) (string, error)) error {
-	return w.poll(ctx, pacing{budget: budget, every: every, what: what}, ridingErrors(check), func(missing string) error {
-		return fmt.Errorf("%s is not upgraded after %s: %s; stopping the upgrade before touching another node", what, budget, missing)
-	})
-}
-
-// ridingErrors is check with its errors folded into what is missing, so
-// that a wait rides through them.
-func ridingErrors(check func(context.Context) (string, error)) func(context.Context) (string, error) {
-	return func(ctx context.Context) (string, error) {
-		missing, err := check(ctx)
-		if err != nil {
-			missing = fmt.Sprintf("%s (%v)", missing, err)
-		}
-		return missing, nil
 	}
 }
 

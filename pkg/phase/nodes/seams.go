@@ -4,11 +4,9 @@ import (
 	"context"
 	"time"
 
-	"github.com/cosi-project/runtime/pkg/state"
-	"k8s.io/client-go/rest"
-
 	"github.com/talosc/talosc/pkg/kube"
 	"github.com/talosc/talosc/pkg/phase"
+	"github.com/talosc/talosc/pkg/phase/nodes/kubeupgrade"
 	"github.com/talosc/talosc/pkg/talos/identity"
 	"github.com/talosc/talosc/pkg/talos/talosapi"
 )
@@ -34,29 +32,21 @@ type talosAPI interface {
 	Reboot(ctx context.Context, node string) (previousBootID string, err error)
 	BootID(ctx context.Context, node string) (string, error)
 	Close() error
-	PullImage(ctx context.Context, node, ref string, system bool) error
-	ConfigVersion(ctx context.Context, node, component string) (uint64, error)
-	Manifests(ctx context.Context, node string) ([]map[string]any, error)
-	// COSI is the session's resource state (go-kubernetes' upgrade checks
-	// read each node's through it).
-	COSI() state.State
+	// the Kubernetes upgrade's calls
+	kubeupgrade.Talos
 }
 
 // kubeAPI is what the nodes phase asks of Kubernetes; *kube.Client
 // satisfies it.
 type kubeAPI interface {
 	Probe(ctx context.Context, attempts int, interval time.Duration) (bool, error)
-	ServerVersion(ctx context.Context) (string, error)
-	Nodes(ctx context.Context) ([]kube.Node, error)
 	WaitReady(ctx context.Context, names []string, budget, poll time.Duration, progress func(ready, total int)) ([]kube.Node, error)
 	Drain(ctx context.Context, node string, o kube.DrainOptions) error
 	Uncordon(ctx context.Context, node string) error
 	DeleteNode(ctx context.Context, node string) error
-	StaticPods(ctx context.Context, component string) ([]kube.StaticPod, error)
-	Apply(ctx context.Context, obj map[string]any, fieldManager string) error
-	// RESTConfig is the client's configuration (go-kubernetes' upgrade
-	// checks list removed API resources with it).
-	RESTConfig() *rest.Config
+	// the Kubernetes upgrade's calls (its version and nodes are read
+	// here too)
+	kubeupgrade.Kube
 }
 
 // seams connect the phase to Talos and Kubernetes; tests replace them.
