@@ -44,7 +44,7 @@ func TestFailedDrainAbortsUnlessNotReady(t *testing.T) {
 		aborted bool
 	}{{kubeReady, true}, {kubeUnknown, true}, {kubeNotReady, false}} {
 		d := removal{removalFacts: removalFacts{host: "t-worker-03", kube: tc.kube}}
-		err := r.drainAction(d.host, r.drainFailed(d)).fn(t.Context())
+		err := r.drainAction(d.host, drainFailed(r.in.Out, d)).fn(t.Context())
 		if aborted := err != nil && strings.Contains(err.Error(), "aborting to protect a potentially live node"); aborted != tc.aborted {
 			t.Errorf("node %s: err = %v, want aborted %t", tc.kube, err, tc.aborted)
 		}

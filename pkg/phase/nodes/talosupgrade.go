@@ -2,7 +2,6 @@ package nodes
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -50,11 +49,11 @@ func (r *run) upgradeTalos(ctx context.Context) error { return r.rollOutTalos(ct
 // the configurations follow the document layout of the new version, in
 // the step after.
 func (r *run) rollOutTalos(ctx context.Context, workers order) error {
-	ups, err := r.talosUpgrades()
+	ups, err := r.obs.talosUpgrades(r.cfg, r.desired)
 	if err != nil || len(ups) == 0 {
 		return err
 	}
-	if err := r.etcdAllowsUpgrade(ctx, ups); err != nil {
+	if err := r.survivor().allowsUpgrade(ctx, ups); err != nil {
 		return err
 	}
 	ops := make([]op, len(ups))
@@ -68,7 +67,8 @@ func (r *run) rollOutTalos(ctx context.Context, workers order) error {
 		r.moved = newVersion
 		return nil
 	}
-	return r.executor().execute(ctx, policy{what: "upgrading", order: workers, prepare: r.registerPlan, barrier: barrier{before: true, between: true, afterLast: true}, after: after}, ops)
+	register := func(ctx context.Context) error { return registerPlan(ctx, r.cfg) }
+	return r.executor().execute(ctx, policy{what: "upgrading", order: workers, prepare: register, barrier: barrier{before: true, between: true, afterLast: true}, after: after}, ops)
 }
 
 // applyMoved rolls the configurations out again after a Talos rollout onto
@@ -102,48 +102,29 @@ func (r *run) reinstall(ctx context.Context) error {
 	return r.rollOutTalos(ctx, workersTogether)
 }
 
-// etcdAllowsUpgrade refuses a control-plane upgrade that etcd cannot
-// survive (Talos's own ValidateForUpgrade): a member that never started
-// (which node it is cannot be told), or exactly two members (one
-// rebooting loses quorum). An unreadable member list, or one that
-// proves nothing (survivorMembers), refuses too.
-func (r *run) etcdAllowsUpgrade(ctx context.Context, ups []talosUpgrade) error {
-	if !slices.ContainsFunc(ups, func(u talosUpgrade) bool { return u.machine.Role == config.RoleControlPlane }) {
-		return nil
-	}
-	members, err := r.survivorMembers(ctx)
-	if err != nil {
-		return fmt.Errorf("the etcd member list could not be read or proves nothing, so whether a control plane may reboot is unknown; refusing to upgrade: %w", err)
-	}
-	if len(members) == 2 {
-		return errors.New("refusing to upgrade control planes: etcd has 2 members, and one rebooting loses quorum; add a third control plane first")
-	}
-	return nil
-}
-
-// talosUpgrades decides which existing nodes need an upgrade, in desired
-// order (control planes first).
-func (r *run) talosUpgrades() ([]talosUpgrade, error) {
-	installers, err := machineconfig.Installers(r.cfg)
+// talosUpgrades decides which existing nodes of desired need an upgrade,
+// in desired order (control planes first).
+func (o *observed) talosUpgrades(cfg *config.Cluster, desired []config.Machine) ([]talosUpgrade, error) {
+	installers, err := machineconfig.Installers(cfg)
 	if err != nil {
 		return nil, err
 	}
 	var ups []talosUpgrade
-	for _, m := range r.desired {
-		cur, ok := r.obs.runningOf(m.Hostname)
+	for _, m := range desired {
+		cur, ok := o.runningOf(m.Hostname)
 		if !ok {
 			continue // not created yet: it boots at the pin
 		}
 		ref, id := installerOf(installers, m.Pool)
-		need, reason, err := upgrade.NeedsTalosUpgrade(cur.talos, r.cfg.Talos.Version, cur.schematic, id)
+		need, reason, err := upgrade.NeedsTalosUpgrade(cur.talos, cfg.Talos.Version, cur.schematic, id)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", m.Hostname, err)
 		}
 		if !need {
 			continue
 		}
-		addr, _ := r.obs.address(m.Hostname) // readRunning required one
-		ups = append(ups, talosUpgrade{machine: m, address: addr, from: cur, to: r.cfg.Talos.Version, installer: ref, schematic: id, reason: reason})
+		addr, _ := o.address(m.Hostname) // readRunning required one
+		ups = append(ups, talosUpgrade{machine: m, address: addr, from: cur, to: cfg.Talos.Version, installer: ref, schematic: id, reason: reason})
 	}
 	return ups, nil
 }
@@ -161,12 +142,12 @@ func installerOf(plan *factory.InstallerPlan, pool string) (ref, schematic strin
 
 // registerPlan registers every installer's schematic with the Image
 // Factory before a node pulls one.
-func (r *run) registerPlan(ctx context.Context) error {
-	installers, err := machineconfig.Installers(r.cfg)
+func registerPlan(ctx context.Context, cfg *config.Cluster) error {
+	installers, err := machineconfig.Installers(cfg)
 	if err != nil {
 		return err
 	}
-	fc, err := factory.ForCluster(r.in.Config, nil)
+	fc, err := factory.ForCluster(cfg, nil)
 	if err != nil {
 		return err
 	}
@@ -188,7 +169,7 @@ func (r *run) talosUpgradeOp(u talosUpgrade) op {
 					return err
 				}
 				r.in.Out.Info("installing %s on %s", u.installer, host)
-				if err := r.install(ctx, c, u); err != nil {
+				if err := install(ctx, r.in.Out, c, u); err != nil {
 					return fmt.Errorf("install of %s on %s failed; stopping the rollout before another node is touched: %w", u.installer, host, err)
 				}
 				return nil

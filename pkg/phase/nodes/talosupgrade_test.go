@@ -306,7 +306,7 @@ func TestEtcdAllowsUpgrade(t *testing.T) {
 		r, f := upgradeRun(t, false, nil)
 		f.members = tc.members
 		ups := []talosUpgrade{{machine: config.Machine{Hostname: "t-controlplane-01", Role: config.RoleControlPlane}}}
-		err := r.etcdAllowsUpgrade(t.Context(), ups)
+		err := r.survivor().allowsUpgrade(t.Context(), ups)
 		if (tc.refused == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.refused) {
 			t.Errorf("%d members: err = %v, want %q", tc.members, err, tc.refused)
 		}
@@ -377,7 +377,7 @@ func TestTalosUpgradeUnknownRefuses(t *testing.T) {
 	r, f := upgradeRun(t, false, nil)
 	f.unknown = errors.New("etcdserver: no leader")
 	ups := []talosUpgrade{{machine: config.Machine{Hostname: "t-controlplane-01", Role: config.RoleControlPlane}}}
-	if err := r.etcdAllowsUpgrade(t.Context(), ups); err == nil || !strings.Contains(err.Error(), "the etcd member list could not be read") {
+	if err := r.survivor().allowsUpgrade(t.Context(), ups); err == nil || !strings.Contains(err.Error(), "the etcd member list could not be read") {
 		t.Errorf("etcdAllowsUpgrade with no member list = %v", err)
 	}
 	r.obs.inv = &provider.Inventory{}
