@@ -43,8 +43,15 @@ func (r *run) steps() []step {
 		return ok
 	}
 	stays := func() bool { return up() && !moves() }
-	// moved: the Talos rollout just before moved nodes onto a new version.
+	// moved: the Talos rollout just before moved nodes onto a new version;
+	// the configurations are rolled out again (their document layout
+	// follows the version).
 	moved := func() bool { return r.moved }
+	applyMoved := func(ctx context.Context) error {
+		r.moved = false
+		return r.applyConfigs(ctx)
+	}
+	upgradeTalos := func(ctx context.Context) error { return r.rollOutTalos(ctx, workersByPool) }
 	realOnly := func(do func(context.Context) error) func(context.Context) error {
 		return func(ctx context.Context) error { return r.executor().do(ctx, action{then: do}) }
 	}
@@ -62,8 +69,8 @@ func (r *run) steps() []step {
 		{"scale-down", up, r.scaleDown},
 		{"move-endpoint", moves, r.moveEndpoint},
 		{"apply", stays, r.applyConfigs},
-		{"upgrade-talos", up, r.upgradeTalos},
-		{"apply-after-upgrade", moved, r.applyMoved},
+		{"upgrade-talos", up, upgradeTalos},
+		{"apply-after-upgrade", moved, applyMoved},
 		{"upgrade-kubernetes", up, r.upgradeKubernetes},
 		{"compute", nil, r.compute},
 		{"addresses", nil, realOnly(r.resolveAddresses)},
@@ -71,7 +78,7 @@ func (r *run) steps() []step {
 		{"bootstrap", notUp, r.bootstrap},
 		{"health", nil, realOnly(r.health)},
 		{"reinstall", nil, realOnly(r.reinstall)},
-		{"apply-after-reinstall", moved, r.applyMoved},
+		{"apply-after-reinstall", moved, applyMoved},
 		{"inventory", nil, realOnly(refreshInventory)},
 		{"reboot", up, r.reboot},
 		{"finalize", nil, realOnly(finalize)},

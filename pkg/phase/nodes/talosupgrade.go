@@ -32,22 +32,19 @@ type talosUpgrade struct {
 	reason                   string
 }
 
-// upgradeTalos upgrades every existing node whose Talos version or
+// rollOutTalos upgrades every existing node whose Talos version or
 // schematic differs from what cluster.yaml pins for its pool (reference
 // §3.1 step 9, I-R1..I-R6): before any new machine is created, control
 // planes first, one at a time, each followed by Talos's health with no
 // Kubernetes fallback, and the cluster healthy before the first is
 // touched (so a resumed rollout re-establishes the barrier); then the
-// workers, pool by pool, max_unavailable at a time. Each node: install
-// the new image, drain, reboot, wait for its new boot at the new version
-// and schematic, uncordon. A node whose install fails, or that comes
-// back on its old version, stops the rollout.
-func (r *run) upgradeTalos(ctx context.Context) error { return r.rollOutTalos(ctx, workersByPool) }
-
-// rollOutTalos upgrades the nodes that need it, taking the workers as
-// workers says. A real rollout onto a new version says so (moved):
-// the configurations follow the document layout of the new version, in
-// the step after.
+// workers as workers says (the upgrade step: pool by pool,
+// max_unavailable at a time; the reinstall: all together). Each node:
+// install the new image, drain, reboot, wait for its new boot at the new
+// version and schematic, uncordon. A node whose install fails, or that
+// comes back on its old version, stops the rollout. A real rollout onto a
+// new version says so (moved): the configurations follow the document
+// layout of the new version, in the step after.
 func (r *run) rollOutTalos(ctx context.Context, workers order) error {
 	ups, err := r.obs.talosUpgrades(r.cfg, r.desired)
 	if err != nil || len(ups) == 0 {
@@ -69,13 +66,6 @@ func (r *run) rollOutTalos(ctx context.Context, workers order) error {
 	}
 	register := func(ctx context.Context) error { return registerPlan(ctx, r.cfg) }
 	return r.executor().execute(ctx, policy{what: "upgrading", order: workers, prepare: register, barrier: barrier{before: true, between: true, afterLast: true}, after: after}, ops)
-}
-
-// applyMoved rolls the configurations out again after a Talos rollout onto
-// a new version (their document layout follows the version).
-func (r *run) applyMoved(ctx context.Context) error {
-	r.moved = false
-	return r.applyConfigs(ctx)
 }
 
 // reinstall catches the nodes that came up short of their pool's
