@@ -15,10 +15,11 @@ import (
 
 // Every wait of the nodes phase is here: the barriers a rollout stands
 // behind (Talos's health of the control planes, a node back from its
-// restart, a static pod or kubelet at its new version, the API answering,
-// the final health) and the one poll helper under those that poll
-// themselves. The executor runs them in a real run only (an action's
-// then, the policy's barrier); a dry run waits for nothing.
+// restart, the API answering, the final health) and the one poll helper
+// under those that poll themselves (a Kubernetes upgrade's waits for a
+// static pod or kubelet at its new version poll through it too,
+// kubeCluster.Poll). The executor runs them in a real run only (an
+// action's then, the policy's barrier); a dry run waits for nothing.
 
 // waiter waits: it holds what the waits read (the run's sessions and
 // view, the time scale, the output), and run builds it (run.waiter).
