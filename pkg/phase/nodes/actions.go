@@ -2,8 +2,11 @@ package nodes
 
 import (
 	"context"
+	"time"
 
+	"github.com/talosc/talosc/pkg/kube"
 	"github.com/talosc/talosc/pkg/state"
+	"github.com/talosc/talosc/pkg/ui"
 )
 
 // The actions more than one rollout takes, named once.
@@ -14,7 +17,7 @@ func (r *run) drainAction(host string, failed func(error) error) action {
 	return action{
 		change: &state.Change{Action: state.ActionUpdate, Kind: KindKubeNode, Name: host, Detail: "drain: cordon, evict its pods (PodDisruptionBudgets respected)", Disruption: state.DisruptionServiceRestart},
 		fn: func(ctx context.Context) error {
-			if err := r.drainNode(ctx, host); err != nil {
+			if err := drainNode(ctx, r.clients, r.in.Out, r.scaled, host); err != nil {
 				return failed(err)
 			}
 			return nil
@@ -40,8 +43,29 @@ func (r *run) uncordonAction(host, detail string) action {
 // address before it leaves or reboots (Omni's graceful leave: the member
 // going is not the leader), warning when it cannot; anyway says what
 // happens regardless ("rebooting it anyway").
-func (r *run) forfeitLeadership(ctx context.Context, c talosAPI, host, address, anyway string) {
+func forfeitLeadership(ctx context.Context, out *ui.Printer, c talosAPI, host, address, anyway string) {
 	if err := c.EtcdForfeitLeadership(ctx, address); err != nil {
-		r.in.Out.Warn("%s: etcd leadership not handed over (%v); %s", host, err, anyway)
+		out.Warn("%s: etcd leadership not handed over (%v); %s", host, err, anyway)
 	}
+}
+
+// drainNode cordons host and evicts its pods (kubectl drain
+// --ignore-daemonsets --delete-emptydir-data --timeout 5m, I-X1), with
+// throttled progress lines on out; scale is TALOSC_TIME_SCALE's.
+func drainNode(ctx context.Context, c *clients, out *ui.Printer, scale func(time.Duration) time.Duration, host string) error {
+	kc, err := c.kubeClient()
+	if err != nil {
+		return err
+	}
+	var latest kube.DrainProgress
+	report := throttle(func(time.Duration) { out.Info("  %s", latest) })
+	return kc.Drain(ctx, host, kube.DrainOptions{
+		Timeout:              scale(drainBudget),
+		EvictErrorRetryDelay: scale(kube.DefaultEvictErrorRetryDelay),
+		Poll:                 scale(kube.DefaultDrainPoll),
+		Progress: func(p kube.DrainProgress) {
+			latest = p
+			report(0)
+		},
+	})
 }

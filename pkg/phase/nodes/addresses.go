@@ -33,7 +33,7 @@ func (r *run) resolveAddresses(ctx context.Context) error {
 		}
 		return strings.Join(missing, ", "), nil
 	}
-	return r.poll(ctx, pacing{budget: r.scaled(addressBudget), every: r.scaled(addressPoll)}, check, func(missing string) error {
+	return r.waiter().poll(ctx, pacing{budget: r.scaled(addressBudget), every: r.scaled(addressPoll)}, check, func(missing string) error {
 		return fmt.Errorf("no address reported for %s after %s: check that the machines run and their guest agent answers", missing, r.scaled(addressBudget))
 	})
 }

@@ -39,7 +39,7 @@ func (r *run) applyConfigs(ctx context.Context) error {
 	if err != nil || len(ops) == 0 {
 		return err
 	}
-	return r.execute(ctx, policy{what: "applying the configuration of", barrier: barrier{before: restartingCP, between: true, afterLast: true}, after: r.refreshNodes}, ops)
+	return r.executor().execute(ctx, policy{what: "applying the configuration of", barrier: barrier{before: restartingCP, between: true, afterLast: true}, after: r.refreshNodes}, ops)
 }
 
 // applyOps are the apply of every drifted node (configDrift), and whether
@@ -92,7 +92,7 @@ func (r *run) applyConfig(ctx context.Context, m config.Machine, address string,
 		return false, err
 	}
 	r.in.Out.Info("%s reboots to apply its configuration", m.Hostname)
-	return true, r.nodeBack(ctx, m, res.BootID, r.scaled(settleGrace))
+	return true, r.waiter().nodeBack(ctx, m, res.BootID, r.scaled(settleGrace))
 }
 
 // configDrift returns, in machine order, every existing desired node
@@ -124,7 +124,7 @@ func (r *run) configDrift(ctx context.Context) ([]pendingApply, error) {
 	if err != nil {
 		return nil, err
 	}
-	running, err := r.readRunningImages(ctx, c, existing, func(i int) string { return pending[i].address })
+	running, err := r.obs.readRunningImages(ctx, c, existing, func(i int) string { return pending[i].address })
 	if err != nil {
 		return nil, err
 	}

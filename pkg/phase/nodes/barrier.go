@@ -4,22 +4,57 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/ctxwait"
 	"github.com/talosc/talosc/pkg/kube"
-	"github.com/talosc/talosc/pkg/phase/nodes/kubeupgrade"
+	"github.com/talosc/talosc/pkg/talos/identity"
 	"github.com/talosc/talosc/pkg/talos/talosapi"
+	"github.com/talosc/talosc/pkg/ui"
 )
 
 // Every wait of the nodes phase is here: the barriers a rollout stands
 // behind (Talos's health of the control planes, a node back from its
-// restart, a static pod or kubelet at its new version, the API answering,
-// the final health) and the one poll helper under those that poll
-// themselves. The executor runs them in a real run only (an action's
-// then, the policy's barrier); a dry run waits for nothing.
+// restart, the API answering, the final health) and the one poll helper
+// under those that poll themselves (a Kubernetes upgrade's waits for a
+// static pod or kubelet at its new version poll through it too,
+// kubeCluster.Poll). The executor runs them in a real run only (an
+// action's then, the policy's barrier); a dry run waits for nothing.
+
+// waiter waits: it holds what the waits read (the run's sessions and
+// view, the time scale, the output), and run builds it (run.waiter).
+type waiter struct {
+	clients *clients
+	id      *identity.Identity
+	obs     *observed
+	desired []config.Machine
+	out     *ui.Printer
+	scale   func(time.Duration) time.Duration
+}
+
+// waiter is the run's waiter, on what the run knows now.
+func (r *run) waiter() waiter {
+	return waiter{clients: r.clients, id: r.id, obs: r.obs, desired: r.desired, out: r.in.Out, scale: r.in.Env.Scale}
+}
+
+// session is the Talos session through the first control plane.
+func (w waiter) session(ctx context.Context) (talosAPI, error) {
+	c, _, err := w.clients.talosSession(ctx, w.id, w.obs)
+	return c, err
+}
+
+// waiting is a throttled "still waiting for host" progress line.
+func (w waiter) waiting(host string) func(time.Duration) { return waitingLine(w.out, host) }
+
+// The API is stable before a Kubernetes upgrade when it answers
+// stableAnswers times in a row, within stableTries tries stableInterval
+// apart (apiStable).
+const (
+	stableAnswers  = 2
+	stableTries    = 12
+	stableInterval = 10 * time.Second
+)
 
 // pacing is how poll asks.
 type pacing struct {
@@ -38,11 +73,11 @@ type pacing struct {
 // poll asks check until it reports nothing missing. check's error ends the
 // wait (a wait that rides through errors folds them into what is missing:
 // ridingErrors); past the budget, timeout says what was last missing.
-func (r *run) poll(ctx context.Context, p pacing, check func(context.Context) (string, error), timeout func(missing string) error) error {
+func (w waiter) poll(ctx context.Context, p pacing, check func(context.Context) (string, error), timeout func(missing string) error) error {
 	start := time.Now()
 	progress := func(time.Duration) {}
 	if p.what != "" {
-		progress = r.waiting(p.what)
+		progress = w.waiting(p.what)
 	}
 	pause := ctxwait.NewBackoff(p.every)
 	for {
@@ -75,31 +110,31 @@ func (r *run) poll(ctx context.Context, p pacing, check func(context.Context) (s
 // which may be missed), else until its Talos API answers; then, for a
 // worker, until its Kubernetes node is Ready. A control plane's health
 // is the rollout's barrier.
-func (r *run) nodeBack(ctx context.Context, m config.Machine, previousBootID string, grace time.Duration) error {
-	addr, ok := r.obs.address(m.Hostname)
+func (w waiter) nodeBack(ctx context.Context, m config.Machine, previousBootID string, grace time.Duration) error {
+	addr, ok := w.obs.address(m.Hostname)
 	if !ok {
 		return fmt.Errorf("no address known for %s", m.Hostname)
 	}
-	c, _, err := r.clients.talosSession(ctx, r.id, r.obs)
+	c, err := w.session(ctx)
 	if err != nil {
 		return err
 	}
 	if previousBootID != "" {
-		if err := c.WaitRebooted(ctx, addr, previousBootID, grace, r.scaled(settlePoll), r.waiting(m.Hostname)); err != nil {
+		if err := c.WaitRebooted(ctx, addr, previousBootID, grace, w.scale(settlePoll), w.waiting(m.Hostname)); err != nil {
 			return fmt.Errorf("%s did not reboot within %s: %w", m.Hostname, grace, err)
 		}
 	}
-	if err := c.WaitReachable(ctx, addr, r.scaled(reachableBudget), r.scaled(reachablePoll), r.waiting(m.Hostname)); err != nil {
+	if err := c.WaitReachable(ctx, addr, w.scale(reachableBudget), w.scale(reachablePoll), w.waiting(m.Hostname)); err != nil {
 		return err
 	}
 	if m.Role == config.RoleControlPlane {
 		return nil
 	}
-	kc, err := r.clients.kubeClient()
+	kc, err := w.clients.kubeClient()
 	if err != nil {
 		return err
 	}
-	_, err = kc.WaitReady(ctx, []string{m.Hostname}, r.scaled(readyBudget), r.scaled(readyPoll), nil)
+	_, err = kc.WaitReady(ctx, []string{m.Hostname}, w.scale(readyBudget), w.scale(readyPoll), nil)
 	return err
 }
 
@@ -110,9 +145,9 @@ const healthAttempts = 2
 // workers, what Talos's server-side health check is told to expect, and of
 // the control planes a scale-down has yet to remove (still etcd members,
 // so the check must count them as control planes).
-func (r *run) healthTargets(gone leaving) (cps, workers []string, err error) {
-	for _, m := range r.desired {
-		a, ok := r.obs.address(m.Hostname)
+func (w waiter) healthTargets(gone leaving) (cps, workers []string, err error) {
+	for _, m := range w.desired {
+		a, ok := w.obs.address(m.Hostname)
 		if !ok {
 			return nil, nil, fmt.Errorf("no address known for %s", m.Hostname)
 		}
@@ -128,24 +163,112 @@ func (r *run) healthTargets(gone leaving) (cps, workers []string, err error) {
 // controlPlanesHealthy is the barrier between control-plane changes:
 // Talos's server-side health of the desired cluster, with no Kubernetes
 // fallback (I-R5, I-S11).
-func (r *run) controlPlanesHealthy(ctx context.Context, gone leaving) error {
-	cps, workers, err := r.healthTargets(gone)
+func (w waiter) controlPlanesHealthy(ctx context.Context, gone leaving) error {
+	cps, workers, err := w.healthTargets(gone)
 	if err != nil {
 		return err
 	}
-	return r.talosHealth(ctx, cps, workers)
+	return w.talosHealth(ctx, cps, workers)
+}
+
+// talosHealth runs Talos's server-side health check through the first
+// control plane, against the internal VIP (I-A5), up to healthAttempts
+// times.
+func (w waiter) talosHealth(ctx context.Context, cps, workers []string) error {
+	c, err := w.session(ctx)
+	if err != nil {
+		return err
+	}
+	for attempt := 1; ; attempt++ {
+		err = c.Health(ctx, talosapi.HealthOptions{
+			ControlPlanes: cps, Workers: workers,
+			K8sEndpoint: w.obs.vip(),
+			Timeout:     w.scale(healthBudget),
+			Progress:    func(line string) { w.out.Info("  %s", line) },
+		})
+		if err == nil || attempt == healthAttempts || ctx.Err() != nil {
+			return err
+		}
+		w.out.Warn("talos health check: %v; trying again", err)
+	}
+}
+
+// installedImage waits, within the settle grace, for a node that booted
+// again to report the new version and schematic (its extensions' state
+// may lag its API after a boot: Omni's checkInstalledImage polls too). A
+// node that keeps reporting its old installation was rolled back by
+// Talos; one whose version or schematic cannot be read is unknown. Both
+// stop the rollout.
+func (w waiter) installedImage(ctx context.Context, c talosAPI, u talosUpgrade) error {
+	host := u.machine.Hostname
+	var v, sch string
+	check := func(ctx context.Context) (string, error) {
+		var err error
+		if v, err = c.Version(ctx, u.address); err != nil {
+			return "", fmt.Errorf("%s came back, but its version cannot be read: %w", host, err)
+		}
+		if sch, err = c.Schematic(ctx, u.address); err != nil {
+			return "", fmt.Errorf("%s came back, but its schematic cannot be read: %w", host, err)
+		}
+		if v != u.to || sch != u.schematic {
+			return "its old installation", nil
+		}
+		w.obs.setRunning(host, running{talos: v, schematic: sch})
+		return "", nil
+	}
+	return w.poll(ctx, pacing{budget: w.scale(settleGrace), every: w.scale(settlePoll)}, check, func(string) error {
+		return fmt.Errorf("%s came back on %s (schematic %s), not %s (schematic %s): Talos rolled the upgrade back; stopping the rollout",
+			host, v, shortID(sch), u.to, shortID(u.schematic))
+	})
+}
+
+// waitAPI waits, up to the endpoint budget, for the Kubernetes API to
+// answer (through a VIP that may be moving to another control plane).
+func (w waiter) waitAPI(ctx context.Context) error {
+	kc, err := w.clients.kubeClient()
+	if err != nil {
+		return err
+	}
+	attempts := max(int(endpointBudget/kube.ProbeInterval), 1)
+	if up, err := kc.Probe(ctx, attempts, w.scale(kube.ProbeInterval)); !up {
+		return fmt.Errorf("the Kubernetes API did not answer within %s: %w", w.scale(endpointBudget), err)
+	}
+	return nil
+}
+
+// apiStable waits until the API answers stableAnswers times in a row,
+// within stableTries tries stableInterval apart.
+func (w waiter) apiStable(ctx context.Context, kc kubeAPI) error {
+	try, answered := 0, 0
+	check := func(ctx context.Context) (string, error) {
+		try++
+		if up, _ := kc.Probe(ctx, 1, 0); up {
+			answered++
+		} else {
+			answered = 0
+		}
+		switch {
+		case answered >= stableAnswers:
+			return "", nil
+		case try == stableTries:
+			return "", fmt.Errorf("kube-api did not stabilize before k8s upgrade: %d tries %s apart", stableTries, w.scale(stableInterval))
+		}
+		return "answers in a row", nil
+	}
+	return w.poll(ctx, pacing{every: w.scale(stableInterval), steady: true}, check, nil)
 }
 
 // health waits for Talos's server-side health and for every desired node
 // to be Ready; Kubernetes readiness is the fallback when the Talos check
 // fails twice (the final check only, §3.1 step 15).
 func (r *run) health(ctx context.Context) error {
-	cps, workers, err := r.healthTargets(nil)
+	w := r.waiter()
+	cps, workers, err := w.healthTargets(nil)
 	if err != nil {
 		return err
 	}
 	r.in.Out.Info("waiting for the cluster to be healthy")
-	talosErr := r.talosHealth(ctx, cps, workers)
+	talosErr := w.talosHealth(ctx, cps, workers)
 	kc, err := r.clients.kubeClient()
 	if err != nil {
 		return err
@@ -177,173 +300,4 @@ func (r *run) health(ctx context.Context) error {
 	r.in.Out.Info("talosctl: talosctl --talosconfig %s -e %s -n %s <cmd>", talosconfig, cps[0], cps[0])
 	r.in.Out.Info("kubectl: kubectl --kubeconfig %s get nodes", kubeconfig)
 	return nil
-}
-
-// talosHealth runs Talos's server-side health check through the first
-// control plane, against the internal VIP (I-A5), up to healthAttempts
-// times.
-func (r *run) talosHealth(ctx context.Context, cps, workers []string) error {
-	c, _, err := r.clients.talosSession(ctx, r.id, r.obs)
-	if err != nil {
-		return err
-	}
-	for attempt := 1; ; attempt++ {
-		err = c.Health(ctx, talosapi.HealthOptions{
-			ControlPlanes: cps, Workers: workers,
-			K8sEndpoint: r.obs.vip(),
-			Timeout:     r.scaled(healthBudget),
-			Progress:    func(line string) { r.in.Out.Info("  %s", line) },
-		})
-		if err == nil || attempt == healthAttempts || ctx.Err() != nil {
-			return err
-		}
-		r.in.Out.Warn("talos health check: %v; trying again", err)
-	}
-}
-
-// waitStaticPod waits until the node's configuration of the component has
-// grown past before and its mirror pod runs the step's image, carries at
-// least that configuration version (≥: talos#14258) and is Ready; a pod
-// that does not stops the upgrade before any other node is touched.
-func (r *run) waitStaticPod(ctx context.Context, c talosAPI, n kubeupgrade.Node, comp kubeupgrade.Component, to config.Version, before uint64) error {
-	kc, err := r.clients.kubeClient()
-	if err != nil {
-		return err
-	}
-	host := n.Machine.Hostname
-	var want uint64
-	return r.waitUntil(ctx, fmt.Sprintf("%s on %s", comp, host), r.scaled(staticPodBudget), r.scaled(staticPodPoll), func(ctx context.Context) (string, error) {
-		if want <= before {
-			v, err := c.ConfigVersion(ctx, n.Address, string(comp))
-			if err != nil || v <= before {
-				return fmt.Sprintf("its configuration version is still %d", before), err
-			}
-			want = v
-		}
-		pods, err := kc.StaticPods(ctx, string(comp))
-		if err != nil {
-			return "its mirror pod is unknown", err
-		}
-		i := slices.IndexFunc(pods, func(p kube.StaticPod) bool { return p.Node == host || p.HostIP == n.Address })
-		if i < 0 {
-			return "it has no mirror pod", nil
-		}
-		return kubeupgrade.StaticPodWaiting(pods[i], to, want), nil
-	})
-}
-
-// waitKubelet waits until the node's Kubernetes node reports the step's
-// kubelet version and is Ready.
-func (r *run) waitKubelet(ctx context.Context, n kubeupgrade.Node, to config.Version) error {
-	kc, err := r.clients.kubeClient()
-	if err != nil {
-		return err
-	}
-	host := n.Machine.Hostname
-	return r.waitUntil(ctx, "the kubelet of "+host, r.scaled(kubeletBudget), r.scaled(kubeletPoll), func(ctx context.Context) (string, error) {
-		nodes, err := kc.Nodes(ctx)
-		if err != nil {
-			return "its node is unknown", err
-		}
-		i := slices.IndexFunc(nodes, func(k kube.Node) bool { return k.Name == host })
-		switch {
-		case i < 0:
-			return "its node is gone", nil
-		case !kubeupgrade.SameVersion(nodes[i].KubeletVersion, to):
-			return fmt.Sprintf("its node reports kubelet %s", nodes[i].KubeletVersion), nil
-		case !nodes[i].Ready:
-			return "its node is not Ready", nil
-		}
-		return "", nil
-	})
-}
-
-// waitUntil is poll for a component of a Kubernetes upgrade: an error is
-// waited through (a component restarting takes the API away), and the
-// timeout names what was last missing.
-func (r *run) waitUntil(ctx context.Context, what string, budget, every time.Duration, check func(context.Context) (string, error)) error {
-	return r.poll(ctx, pacing{budget: budget, every: every, what: what}, ridingErrors(check), func(missing string) error {
-		return fmt.Errorf("%s is not upgraded after %s: %s; stopping the upgrade before touching another node", what, budget, missing)
-	})
-}
-
-// ridingErrors is check with its errors folded into what is missing, so
-// that a wait rides through them.
-func ridingErrors(check func(context.Context) (string, error)) func(context.Context) (string, error) {
-	return func(ctx context.Context) (string, error) {
-		missing, err := check(ctx)
-		if err != nil {
-			missing = fmt.Sprintf("%s (%v)", missing, err)
-		}
-		return missing, nil
-	}
-}
-
-// installedImage waits, within the settle grace, for a node that booted
-// again to report the new version and schematic (its extensions' state
-// may lag its API after a boot: Omni's checkInstalledImage polls too). A
-// node that keeps reporting its old installation was rolled back by
-// Talos; one whose version or schematic cannot be read is unknown. Both
-// stop the rollout.
-func (r *run) installedImage(ctx context.Context, c talosAPI, u talosUpgrade) error {
-	host := u.machine.Hostname
-	var v, sch string
-	check := func(ctx context.Context) (string, error) {
-		var err error
-		if v, err = c.Version(ctx, u.address); err != nil {
-			return "", fmt.Errorf("%s came back, but its version cannot be read: %w", host, err)
-		}
-		if sch, err = c.Schematic(ctx, u.address); err != nil {
-			return "", fmt.Errorf("%s came back, but its schematic cannot be read: %w", host, err)
-		}
-		if v != u.to || sch != u.schematic {
-			return "its old installation", nil
-		}
-		r.obs.setRunning(host, running{talos: v, schematic: sch})
-		return "", nil
-	}
-	return r.poll(ctx, pacing{budget: r.scaled(settleGrace), every: r.scaled(settlePoll)}, check, func(string) error {
-		return fmt.Errorf("%s came back on %s (schematic %s), not %s (schematic %s): Talos rolled the upgrade back; stopping the rollout",
-			host, v, shortID(sch), u.to, shortID(u.schematic))
-	})
-}
-
-// waitAPI waits, up to the endpoint budget, for the Kubernetes API to
-// answer (through a VIP that may be moving to another control plane).
-func (r *run) waitAPI(ctx context.Context) error {
-	kc, err := r.clients.kubeClient()
-	if err != nil {
-		return err
-	}
-	attempts := max(int(endpointBudget/kube.ProbeInterval), 1)
-	if up, err := kc.Probe(ctx, attempts, r.scaled(kube.ProbeInterval)); !up {
-		return fmt.Errorf("the Kubernetes API did not answer within %s: %w", r.scaled(endpointBudget), err)
-	}
-	return nil
-}
-
-// apiStable waits until the API answers stableAnswers times in a row,
-// within stableTries tries stableInterval apart; a plan waits for
-// nothing.
-func (r *run) apiStable(ctx context.Context, kc kubeAPI) error {
-	if r.in.DryRun {
-		return nil
-	}
-	try, answered := 0, 0
-	check := func(ctx context.Context) (string, error) {
-		try++
-		if up, _ := kc.Probe(ctx, 1, 0); up {
-			answered++
-		} else {
-			answered = 0
-		}
-		switch {
-		case answered >= stableAnswers:
-			return "", nil
-		case try == stableTries:
-			return "", fmt.Errorf("kube-api did not stabilize before k8s upgrade: %d tries %s apart", stableTries, r.scaled(stableInterval))
-		}
-		return "answers in a row", nil
-	}
-	return r.poll(ctx, pacing{every: r.scaled(stableInterval), steady: true}, check, nil)
 }

@@ -101,13 +101,3 @@ func (c *clients) talosSession(ctx context.Context, id *identity.Identity, o *ob
 	c.talos, c.talosAt = s, cp1
 	return s, cp1, nil
 }
-
-// both are the Talos session and the Kubernetes client together.
-func (c *clients) both(ctx context.Context, id *identity.Identity, o *observed) (talosAPI, kubeAPI, error) {
-	s, _, err := c.talosSession(ctx, id, o)
-	if err != nil {
-		return nil, nil, err
-	}
-	kc, err := c.kubeClient()
-	return s, kc, err
-}

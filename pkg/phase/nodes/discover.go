@@ -8,6 +8,7 @@ import (
 	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/phase"
 	"github.com/talosc/talosc/pkg/phase/live"
+	"github.com/talosc/talosc/pkg/phase/nodes/kubeupgrade"
 	"github.com/talosc/talosc/pkg/phase/preflight"
 	"github.com/talosc/talosc/pkg/phase/sections"
 	"github.com/talosc/talosc/pkg/provider"
@@ -217,7 +218,7 @@ func (r *run) checkVersions(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	running, err := r.apiVersion(ctx, kc)
+	running, err := kubeupgrade.APIVersion(ctx, kc)
 	if err != nil {
 		return err
 	}

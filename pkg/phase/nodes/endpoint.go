@@ -39,18 +39,6 @@ func (r *run) movedEndpoint() (endpointMove, bool) {
 	return *r.move, r.move.to != ""
 }
 
-// endpointMoves: a live cluster whose API endpoint moves.
-func (r *run) endpointMoves() bool {
-	if !r.isUp() {
-		return false
-	}
-	_, ok := r.movedEndpoint()
-	return ok
-}
-
-// endpointStays: a live cluster whose API endpoint stays where it is.
-func (r *run) endpointStays() bool { return r.isUp() && !r.endpointMoves() }
-
 // moveEndpoint rolls an endpoint move out (I-A3), as the apply step rolls
 // configurations (applyConfigs): the control planes are re-applied and
 // settled one at a time, the kubeconfig is regenerated from a real control
@@ -65,10 +53,10 @@ func (r *run) moveEndpoint(ctx context.Context) error {
 	cps, workers := byRole(ops)
 	r.in.Out.Info("moving the Kubernetes API endpoint %s -> %s", mv.from, mv.to)
 	const what = "moving the API endpoint of"
-	if err := r.execute(ctx, policy{what: what, barrier: barrier{between: true, afterLast: true}}, append(cps, r.kubeconfigOp(mv))); err != nil {
+	if err := r.executor().execute(ctx, policy{what: what, barrier: barrier{between: true, afterLast: true}}, append(cps, r.kubeconfigOp(mv))); err != nil {
 		return err
 	}
-	return r.execute(ctx, policy{what: what, after: r.refreshNodes}, workers)
+	return r.executor().execute(ctx, policy{what: what, after: r.refreshNodes}, workers)
 }
 
 // kubeconfigOp regenerates the kubeconfig for the moved endpoint and waits
@@ -81,7 +69,7 @@ func (r *run) kubeconfigOp(mv endpointMove) op {
 			if err := r.fetchKubeconfig(ctx); err != nil {
 				return err
 			}
-			if err := r.waitAPI(ctx); err != nil {
+			if err := r.waiter().waitAPI(ctx); err != nil {
 				return fmt.Errorf("on the new address %s: %w", mv.to, err)
 			}
 			return nil

@@ -30,11 +30,11 @@ func TestMemberListWithoutTheSurvivorProvesNothing(t *testing.T) {
 			r, log := fakeRun(t, false)
 			fake := &etcdTalos{fakeTalos: fakeTalos{log: log}, members: tc.members}
 			r.clients.seams.dialTalos = func(context.Context, *identity.Identity, string, string) (talosAPI, error) { return fake, nil }
-			if err := r.provedGone(t.Context(), "t-controlplane-04"); err == nil || !strings.Contains(err.Error(), refused) {
+			if err := r.survivor().provedGone(t.Context(), "t-controlplane-04"); err == nil || !strings.Contains(err.Error(), refused) {
 				t.Errorf("provedGone: %v, want a refusal containing %q (its machine would be deleted)", err, refused)
 			}
 			ups := []talosUpgrade{{machine: config.Machine{Hostname: "t-controlplane-02", Role: config.RoleControlPlane}}}
-			if err := r.etcdAllowsUpgrade(t.Context(), ups); err == nil || !strings.Contains(err.Error(), refused) {
+			if err := r.survivor().allowsUpgrade(t.Context(), ups); err == nil || !strings.Contains(err.Error(), refused) {
 				t.Errorf("etcdAllowsUpgrade: %v, want a refusal containing %q", err, refused)
 			}
 			gone := leaving{"t-controlplane-04": "127.0.0.40"}

@@ -44,7 +44,7 @@ func TestFailedDrainAbortsUnlessNotReady(t *testing.T) {
 		aborted bool
 	}{{kubeReady, true}, {kubeUnknown, true}, {kubeNotReady, false}} {
 		d := removal{removalFacts: removalFacts{host: "t-worker-03", kube: tc.kube}}
-		err := r.drainAction(d.host, r.drainFailed(d)).fn(t.Context())
+		err := r.drainAction(d.host, drainFailed(r.in.Out, d)).fn(t.Context())
 		if aborted := err != nil && strings.Contains(err.Error(), "aborting to protect a potentially live node"); aborted != tc.aborted {
 			t.Errorf("node %s: err = %v, want aborted %t", tc.kube, err, tc.aborted)
 		}
@@ -159,7 +159,7 @@ func TestRestartOpRefusesWithoutTheBootID(t *testing.T) {
 	t.Parallel()
 	r, f, cloud, o := restartRun(t, true)
 	f.unknown = errors.New("rpc error: code = Unavailable")
-	if err := r.doAll(t.Context(), o); err == nil || !strings.Contains(err.Error(), "not restarting it") {
+	if err := r.executor().doAll(t.Context(), o); err == nil || !strings.Contains(err.Error(), "not restarting it") {
 		t.Errorf("err = %v", err)
 	}
 	if len(cloud.restarted) != 0 {
@@ -173,7 +173,7 @@ func TestRestartOpSettledByANewBootID(t *testing.T) {
 	t.Parallel()
 	for _, reboots := range []bool{true, false} {
 		r, _, _, o := restartRun(t, reboots)
-		err := r.doAll(t.Context(), o)
+		err := r.executor().doAll(t.Context(), o)
 		if settled := err == nil; settled != reboots {
 			t.Errorf("rebooted %t: settled %t (%v)", reboots, settled, err)
 		}

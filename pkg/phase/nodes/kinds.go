@@ -1,5 +1,7 @@
 package nodes
 
+import "github.com/talosc/talosc/pkg/phase/nodes/kubeupgrade"
+
 // Plan kinds of the changes the nodes phase records itself (the provider
 // records its own: "openstack:server", "proxmox:vm").
 const (
@@ -19,13 +21,13 @@ const (
 	// step's images pulled, each control plane's static pods, kube-proxy's
 	// image in the control planes' configurations, every kubelet, and the
 	// bootstrap manifests.
-	KindKubeImages            = "kube:images"
-	KindKubeAPIServer         = "kube:apiserver"
-	KindKubeControllerManager = "kube:controller-manager"
-	KindKubeScheduler         = "kube:scheduler"
-	KindKubeProxy             = "kube:proxy"
-	KindKubelet               = "kube:kubelet"
-	KindKubeManifests         = "kube:manifests"
+	KindKubeImages            = kubeupgrade.KindImages
+	KindKubeAPIServer         = kubeupgrade.KindAPIServer
+	KindKubeControllerManager = kubeupgrade.KindControllerManager
+	KindKubeScheduler         = kubeupgrade.KindScheduler
+	KindKubeProxy             = kubeupgrade.KindProxy
+	KindKubelet               = kubeupgrade.KindKubelet
+	KindKubeManifests         = kubeupgrade.KindManifests
 
 	kindIdentity  = "talos:identity"
 	kindBootstrap = "talos:bootstrap"

@@ -14,9 +14,9 @@ import (
 // readRunningImages reads the running configuration of every machine (at
 // address(i)) through the first control plane, several at a time, and
 // remembers the Kubernetes images each one gives its components in
-// obs.images. A node that does not answer, or whose images cannot be
+// o.images. A node that does not answer, or whose images cannot be
 // read, fails the read: its state is unknown.
-func (r *run) readRunningImages(ctx context.Context, c talosAPI, ms []config.Machine, address func(i int) string) ([][]byte, error) {
+func (o *observed) readRunningImages(ctx context.Context, c talosAPI, ms []config.Machine, address func(i int) string) ([][]byte, error) {
 	hosts := make([]string, len(ms))
 	for i, m := range ms {
 		hosts[i] = m.Hostname
@@ -37,7 +37,7 @@ func (r *run) readRunningImages(ctx context.Context, c talosAPI, ms []config.Mac
 		if err != nil {
 			return nil, fmt.Errorf("the Kubernetes images of %s's running configuration cannot be read (%w); refusing to generate its configuration against unknown versions", hosts[i], err)
 		}
-		r.obs.images[hosts[i]] = images
+		o.images[hosts[i]] = images
 	}
 	return out, nil
 }

@@ -54,7 +54,7 @@ func wantPlan(from, to string, number, of int, done ...string) []string {
 	}
 	for _, c := range []kubeupgrade.Component{kubeupgrade.APIServer, kubeupgrade.ControllerManager, kubeupgrade.Scheduler, kubeupgrade.Proxy} {
 		for _, h := range kubeCPs {
-			add(componentKind(c), h, h, c)
+			add(c.Kind(), h, h, c)
 		}
 	}
 	for _, h := range kubeCPs {

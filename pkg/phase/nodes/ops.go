@@ -24,16 +24,43 @@ type action struct {
 	then   func(ctx context.Context) error
 }
 
+// executor carries ops out: the one place that tells a plan from a real
+// run (the plan says which), so that the steps return ops and leave the
+// waits to it.
+type executor struct {
+	plan *provider.Plan
+	// maxUnavailable is a worker pool's max_unavailable (workersByPool).
+	maxUnavailable func(pool string) int
+	// healthy is the barrier: Talos's health of the control planes,
+	// counting those still leaving (waiter.controlPlanesHealthy).
+	healthy func(ctx context.Context, gone leaving) error
+}
+
+// executor is the run's executor, on what the run knows now.
+func (r *run) executor() executor {
+	return executor{
+		plan: r.plan,
+		maxUnavailable: func(pool string) int {
+			p, _, _ := r.cfg.PoolOf(pool)
+			return p.MaxUnavailable()
+		},
+		healthy: func(ctx context.Context, gone leaving) error { return r.waiter().controlPlanesHealthy(ctx, gone) },
+	}
+}
+
+// real reports a run that changes things (not a plan).
+func (e executor) real() bool { return !e.plan.DryRun }
+
 // do carries out one action.
-func (r *run) do(ctx context.Context, a action) error {
+func (e executor) do(ctx context.Context, a action) error {
 	var err error
 	switch {
 	case a.change != nil:
-		err = r.plan.Do(ctx, *a.change, a.fn)
+		err = e.plan.Do(ctx, *a.change, a.fn)
 	case a.fn != nil:
 		err = a.fn(ctx)
 	}
-	if err != nil || r.in.DryRun || a.then == nil {
+	if err != nil || !e.real() || a.then == nil {
 		return err
 	}
 	return a.then(ctx)
@@ -115,9 +142,9 @@ type policy struct {
 // leaves the cluster unhealthy stops the rollout before any other node is
 // touched. A dry run records every action in order, touches nothing and
 // waits for nothing. With no ops, only after runs.
-func (r *run) execute(ctx context.Context, p policy, ops []op) error {
-	if len(ops) > 0 && !r.in.DryRun {
-		if err := r.begin(ctx, p, ops[0].host); err != nil {
+func (e executor) execute(ctx context.Context, p policy, ops []op) error {
+	if len(ops) > 0 && e.real() {
+		if err := e.begin(ctx, p, ops[0].host); err != nil {
 			return err
 		}
 	}
@@ -125,15 +152,15 @@ func (r *run) execute(ctx context.Context, p policy, ops []op) error {
 	if p.order == inOrder {
 		cps, workers = nil, ops
 	}
-	if err := r.controlPlanes(ctx, p, cps); err != nil {
+	if err := e.controlPlanes(ctx, p, cps); err != nil {
 		return err
 	}
-	for _, batch := range r.workerBatches(p.order, workers) {
-		if err := r.workersInOnePass(ctx, batch); err != nil {
+	for _, batch := range e.workerBatches(p.order, workers) {
+		if err := e.workersInOnePass(ctx, batch); err != nil {
 			return err
 		}
 	}
-	if r.in.DryRun || p.after == nil {
+	if !e.real() || p.after == nil {
 		return nil
 	}
 	return p.after(ctx)
@@ -141,15 +168,15 @@ func (r *run) execute(ctx context.Context, p policy, ops []op) error {
 
 // controlPlanes runs the control planes' ops one at a time, each followed
 // by the barrier p asks for (a real run only).
-func (r *run) controlPlanes(ctx context.Context, p policy, cps []op) error {
+func (e executor) controlPlanes(ctx context.Context, p policy, cps []op) error {
 	for i, o := range cps {
-		if err := r.doAll(ctx, o); err != nil {
+		if err := e.doAll(ctx, o); err != nil {
 			return err
 		}
-		if r.in.DryRun || !p.barrier.follows(o, i == len(cps)-1) {
+		if !e.real() || !p.barrier.follows(o, i == len(cps)-1) {
 			continue
 		}
-		if err := r.controlPlanesHealthy(ctx, p.barrier.leaving); err != nil {
+		if err := e.healthy(ctx, p.barrier.leaving); err != nil {
 			return fmt.Errorf("cluster unhealthy after %s %s; stopping the rollout: %w", p.what, o.host, err)
 		}
 	}
@@ -164,7 +191,7 @@ func (b barrier) follows(o op, last bool) bool {
 
 // begin prepares a real rollout and checks the cluster before first is
 // touched, as p says.
-func (r *run) begin(ctx context.Context, p policy, first string) error {
+func (e executor) begin(ctx context.Context, p policy, first string) error {
 	if p.prepare != nil {
 		if err := p.prepare(ctx); err != nil {
 			return err
@@ -173,23 +200,20 @@ func (r *run) begin(ctx context.Context, p policy, first string) error {
 	if !p.barrier.before {
 		return nil
 	}
-	if err := r.controlPlanesHealthy(ctx, p.barrier.leaving); err != nil {
+	if err := e.healthy(ctx, p.barrier.leaving); err != nil {
 		return fmt.Errorf("cluster unhealthy before touching %s; aborting rollout: %w", first, err)
 	}
 	return nil
 }
 
 // workerBatches are the worker ops in the groups the order takes them in.
-func (r *run) workerBatches(ord order, workers []op) [][]op {
+func (e executor) workerBatches(ord order, workers []op) [][]op {
 	size := func(op) int { return len(workers) }
 	switch ord {
 	case workersOneByOne, inOrder:
 		size = func(op) int { return 1 }
 	case workersByPool:
-		size = func(o op) int {
-			p, _, _ := r.cfg.PoolOf(o.pool)
-			return p.MaxUnavailable()
-		}
+		size = func(o op) int { return e.maxUnavailable(o.pool) }
 	case workersTogether:
 	}
 	var out [][]op
@@ -220,9 +244,9 @@ func byRole(ops []op) (cps, workers []op) {
 
 // doAll carries out one node's actions in order; the first failure stops
 // them.
-func (r *run) doAll(ctx context.Context, o op) error {
+func (e executor) doAll(ctx context.Context, o op) error {
 	for _, a := range o.actions {
-		if err := r.do(ctx, a); err != nil {
+		if err := e.do(ctx, a); err != nil {
 			return err
 		}
 	}
@@ -232,9 +256,9 @@ func (r *run) doAll(ctx context.Context, o op) error {
 // workersInOnePass runs the workers' ops together: action k of every
 // worker still going, then action k+1. A worker whose action failed does
 // no more; the others finish.
-func (r *run) workersInOnePass(ctx context.Context, workers []op) error {
+func (e executor) workersInOnePass(ctx context.Context, workers []op) error {
 	if len(workers) == 1 {
-		return r.doAll(ctx, workers[0])
+		return e.doAll(ctx, workers[0])
 	}
 	failed := make([]error, len(workers))
 	for k := 0; ; k++ {
@@ -248,7 +272,7 @@ func (r *run) workersInOnePass(ctx context.Context, workers []op) error {
 			return errors.Join(failed...)
 		}
 		errs := provider.FanOut(ctx, len(idx), func(ctx context.Context, j int) error {
-			return r.do(ctx, workers[idx[j]].actions[k])
+			return e.do(ctx, workers[idx[j]].actions[k])
 		})
 		for j, err := range errs {
 			if err != nil {

@@ -88,7 +88,7 @@ func recordingOps(r *run, log *[]string) []op {
 func TestExecuteControlPlanesOneAtATimeWithBarrier(t *testing.T) {
 	t.Parallel()
 	r, log := fakeRun(t, false)
-	if err := r.execute(t.Context(), policy{what: "applying", barrier: barrier{before: true, between: true, afterLast: true}}, recordingOps(r, log)); err != nil {
+	if err := r.executor().execute(t.Context(), policy{what: "applying", barrier: barrier{before: true, between: true, afterLast: true}}, recordingOps(r, log)); err != nil {
 		t.Fatal(err)
 	}
 	got := strings.Join(*log, " ")
@@ -104,7 +104,7 @@ func TestExecuteControlPlanesOneAtATimeWithBarrier(t *testing.T) {
 func TestExecuteUnhealthyControlPlaneStopsTheRollout(t *testing.T) {
 	t.Parallel()
 	r, log := fakeRun(t, false, nil, errors.New("etcd unhealthy"), errors.New("etcd unhealthy"))
-	err := r.execute(t.Context(), policy{what: "applying the configuration of", barrier: barrier{between: true, afterLast: true}}, recordingOps(r, log))
+	err := r.executor().execute(t.Context(), policy{what: "applying the configuration of", barrier: barrier{between: true, afterLast: true}}, recordingOps(r, log))
 	if err == nil || !strings.Contains(err.Error(), "cluster unhealthy after applying the configuration of t-controlplane-02; stopping the rollout") {
 		t.Fatalf("err = %v", err)
 	}
@@ -116,7 +116,7 @@ func TestExecuteUnhealthyControlPlaneStopsTheRollout(t *testing.T) {
 func TestExecuteUnhealthyBeforeTouching(t *testing.T) {
 	t.Parallel()
 	r, log := fakeRun(t, false, errors.New("down"), errors.New("down"))
-	err := r.execute(t.Context(), policy{what: "applying", barrier: barrier{before: true, between: true}}, recordingOps(r, log))
+	err := r.executor().execute(t.Context(), policy{what: "applying", barrier: barrier{before: true, between: true}}, recordingOps(r, log))
 	if err == nil || !strings.Contains(err.Error(), "cluster unhealthy before touching t-controlplane-01; aborting rollout") {
 		t.Fatalf("err = %v", err)
 	}
@@ -129,7 +129,7 @@ func TestExecuteScaleDownNoBarrierAfterLast(t *testing.T) {
 	t.Parallel()
 	r, log := fakeRun(t, false)
 	ops := recordingOps(r, log)[1:3] // two control planes
-	if err := r.execute(t.Context(), policy{what: "removing control plane", barrier: barrier{between: true}}, ops); err != nil {
+	if err := r.executor().execute(t.Context(), policy{what: "removing control plane", barrier: barrier{between: true}}, ops); err != nil {
 		t.Fatal(err)
 	}
 	if d := cmp.Diff([]string{"t-controlplane-02", "health", "t-controlplane-03"}, *log); d != "" {
@@ -140,7 +140,7 @@ func TestExecuteScaleDownNoBarrierAfterLast(t *testing.T) {
 func TestExecuteDryRunOnlyRecords(t *testing.T) {
 	t.Parallel()
 	r, log := fakeRun(t, true)
-	if err := r.execute(t.Context(), policy{what: "applying", barrier: barrier{before: true, between: true, afterLast: true}}, recordingOps(r, log)); err != nil {
+	if err := r.executor().execute(t.Context(), policy{what: "applying", barrier: barrier{before: true, between: true, afterLast: true}}, recordingOps(r, log)); err != nil {
 		t.Fatal(err)
 	}
 	if len(*log) != 0 {
@@ -162,7 +162,7 @@ func TestExecuteSettledSkipsBarrierForLiveChanges(t *testing.T) {
 	ops[1].settled = func() bool { return true }  // it rebooted
 	ops[0].settled = func() bool { return false } // live
 	ops[2].settled = func() bool { return false }
-	if err := r.execute(t.Context(), policy{what: "applying", barrier: barrier{between: true, afterLast: true}}, ops); err != nil {
+	if err := r.executor().execute(t.Context(), policy{what: "applying", barrier: barrier{between: true, afterLast: true}}, ops); err != nil {
 		t.Fatal(err)
 	}
 	if d := cmp.Diff([]string{"t-controlplane-01", "t-controlplane-02", "health", "t-controlplane-03"}, *log); d != "" {

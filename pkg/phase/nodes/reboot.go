@@ -46,7 +46,7 @@ func (r *run) reboot(ctx context.Context) error {
 			ops = append(ops, o)
 		}
 	}
-	return r.execute(ctx, policy{what: "rebooting", order: workersOneByOne, barrier: barrier{between: true, afterLast: true}}, ops)
+	return r.executor().execute(ctx, policy{what: "rebooting", order: workersOneByOne, barrier: barrier{between: true, afterLast: true}}, ops)
 }
 
 // restartOp restarts one machine through the provider, then waits for its
@@ -72,19 +72,13 @@ func (r *run) restartOp(m config.Machine) (op, bool) {
 		{
 			fn: func(ctx context.Context) error { return r.cloud.RestartMachine(ctx, machine, r.plan) },
 			then: func(ctx context.Context) error {
-				if err := r.nodeBack(ctx, m, before, r.scaled(settleGrace)); err != nil {
+				if err := r.waiter().nodeBack(ctx, m, before, r.scaled(settleGrace)); err != nil {
 					return fmt.Errorf("cluster unhealthy after rebooting %s; stopping the rollout: %w", m.Hostname, err)
 				}
 				return nil
 			},
 		},
 	}}, true
-}
-
-// refreshInventory reads the inventory again, with the machines this run
-// created.
-func (r *run) refreshInventory(ctx context.Context) error {
-	return r.obs.refreshInventory(ctx, r.cloud)
 }
 
 // bootIDBefore is m's boot id before its restart; "" for a machine the

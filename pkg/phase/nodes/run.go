@@ -8,6 +8,7 @@ import (
 	"github.com/talosc/talosc/pkg/phase/sections"
 	"github.com/talosc/talosc/pkg/provider"
 	"github.com/talosc/talosc/pkg/talos/identity"
+	"github.com/talosc/talosc/pkg/ui"
 )
 
 // The reference's budgets (§3.2 I-X2), scaled by TALOSC_TIME_SCALE.
@@ -95,9 +96,12 @@ func throttle(report func(elapsed time.Duration)) func(elapsed time.Duration) {
 }
 
 // waiting is a throttled "still waiting for host" progress line.
-func (r *run) waiting(host string) func(time.Duration) {
+func (r *run) waiting(host string) func(time.Duration) { return waitingLine(r.in.Out, host) }
+
+// waitingLine is a throttled "still waiting for host" progress line on out.
+func waitingLine(out *ui.Printer, host string) func(time.Duration) {
 	return throttle(func(elapsed time.Duration) {
-		r.in.Out.Info("  still waiting for %s after %s", host, elapsed.Round(time.Second))
+		out.Info("  still waiting for %s after %s", host, elapsed.Round(time.Second))
 	})
 }
 

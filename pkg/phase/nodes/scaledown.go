@@ -2,17 +2,15 @@ package nodes
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
-	"time"
 
-	"github.com/talosc/talosc/pkg/kube"
 	"github.com/talosc/talosc/pkg/phase/preflight"
 	"github.com/talosc/talosc/pkg/state"
 	"github.com/talosc/talosc/pkg/talos/talosapi"
+	"github.com/talosc/talosc/pkg/ui"
 )
 
 // scaleDown removes the machines and Kubernetes nodes cluster.yaml no
@@ -26,19 +24,19 @@ func (r *run) scaleDown(ctx context.Context) error {
 	if len(removals) == 0 {
 		return nil
 	}
-	if err := r.onlyConfirmed(removals); err != nil {
+	if err := onlyConfirmed(removals, r.confirmed); err != nil {
 		return err
 	}
 	ops := make([]op, 0, len(removals))
 	gone := leaving{}
 	for _, rm := range removals {
-		f := r.removalFacts(rm)
+		f := r.obs.removalFacts(rm)
 		d, err := planRemoval(f)
 		if err != nil {
 			return err
 		}
 		if d.etcdEvidence {
-			if err := r.provedGone(ctx, d.host); err != nil {
+			if err := r.survivor().provedGone(ctx, d.host); err != nil {
 				return err
 			}
 		}
@@ -47,28 +45,26 @@ func (r *run) scaleDown(ctx context.Context) error {
 			gone[d.host] = d.address
 		}
 	}
-	return r.execute(ctx, policy{what: "removing control plane", barrier: barrier{between: true, leaving: gone}, after: r.afterScaleDown}, ops)
-}
-
-// afterScaleDown refreshes the view: the removed nodes and machines are
-// gone.
-func (r *run) afterScaleDown(ctx context.Context) error {
-	r.obs.refreshNodes(ctx, r.clients)
-	if err := r.obs.refreshInventory(ctx, r.cloud); err != nil {
-		return err
+	// after: the view refreshed, the removed nodes and machines gone.
+	after := func(ctx context.Context) error {
+		r.obs.refreshNodes(ctx, r.clients)
+		if err := r.obs.refreshInventory(ctx, r.cloud); err != nil {
+			return err
+		}
+		r.out.Machines = r.obs.inv.Machines
+		return nil
 	}
-	r.out.Machines = r.obs.inv.Machines
-	return nil
+	return r.executor().execute(ctx, policy{what: "removing control plane", barrier: barrier{between: true, leaving: gone}, after: after}, ops)
 }
 
 // onlyConfirmed refuses removing a node the run's validation did not
 // check and confirm (one that went missing from cluster.yaml's view
 // between the question and this phase, such as a Node that registered
 // meanwhile).
-func (r *run) onlyConfirmed(removals []preflight.Removal) error {
+func onlyConfirmed(removals []preflight.Removal, confirmed []string) error {
 	var extra []string
 	for _, rm := range removals {
-		if !slices.Contains(r.confirmed, rm.Name) {
+		if !slices.Contains(confirmed, rm.Name) {
 			extra = append(extra, rm.Name)
 		}
 	}
@@ -76,16 +72,16 @@ func (r *run) onlyConfirmed(removals []preflight.Removal) error {
 		return nil
 	}
 	return fmt.Errorf("refusing to remove %s: not among the removals this run validated and confirmed (%s); re-run to be asked again",
-		strings.Join(extra, ", "), strings.Join(r.confirmed, ", "))
+		strings.Join(extra, ", "), strings.Join(confirmed, ", "))
 }
 
-// removalFacts gathers what the run knows of one removed node.
-func (r *run) removalFacts(rm preflight.Removal) removalFacts {
+// removalFacts gathers what the view knows of one removed node.
+func (o *observed) removalFacts(rm preflight.Removal) removalFacts {
 	f := removalFacts{host: rm.Name, controlPlane: rm.ControlPlane}
-	_, f.machine = r.obs.inv.Find(rm.Name)
-	f.address, _ = r.obs.address(rm.Name)
-	switch n, ok := r.obs.kubeNode(rm.Name); {
-	case r.obs.nodesErr != nil:
+	_, f.machine = o.inv.Find(rm.Name)
+	f.address, _ = o.address(rm.Name)
+	switch n, ok := o.kubeNode(rm.Name); {
+	case o.nodesErr != nil:
 		f.kube = kubeUnknown
 	case !ok:
 		f.kube = kubeAbsent
@@ -103,7 +99,7 @@ func (r *run) removalFacts(rm preflight.Removal) removalFacts {
 func (r *run) removalOp(d removal, gone leaving) op {
 	o := op{host: d.host, controlPlane: d.controlPlane}
 	if d.drain {
-		o.actions = append(o.actions, r.drainAction(d.host, r.drainFailed(d)))
+		o.actions = append(o.actions, r.drainAction(d.host, drainFailed(r.in.Out, d)))
 	}
 	if d.reset {
 		o.actions = append(o.actions, action{
@@ -122,7 +118,7 @@ func (r *run) removalOp(d removal, gone leaving) op {
 				if d.controlPlane {
 					// A reset control plane may have held the API VIP:
 					// wait for it to answer through another one.
-					if err := r.waitAPI(ctx); err != nil {
+					if err := r.waiter().waitAPI(ctx); err != nil {
 						return fmt.Errorf("after %s left: %w", d.host, err)
 					}
 				}
@@ -140,35 +136,14 @@ func (r *run) removalOp(d removal, gone leaving) op {
 
 // drainFailed: a failed drain is fatal unless the node is NotReady (I-S4:
 // a Ready or unknown node may be live).
-func (r *run) drainFailed(d removal) func(error) error {
+func drainFailed(out *ui.Printer, d removal) func(error) error {
 	return func(err error) error {
 		if d.kube == kubeNotReady {
-			r.in.Out.Warn("drain of %s failed (%v); it is NotReady, going on", d.host, err)
+			out.Warn("drain of %s failed (%v); it is NotReady, going on", d.host, err)
 			return nil
 		}
 		return fmt.Errorf("drain of %s failed and node is %s; aborting to protect a potentially live node: %w", d.host, d.kube, err)
 	}
-}
-
-// drainNode cordons host and evicts its pods (kubectl drain
-// --ignore-daemonsets --delete-emptydir-data --timeout 5m, I-X1), with
-// throttled progress lines.
-func (r *run) drainNode(ctx context.Context, host string) error {
-	kc, err := r.clients.kubeClient()
-	if err != nil {
-		return err
-	}
-	var latest kube.DrainProgress
-	report := throttle(func(time.Duration) { r.in.Out.Info("  %s", latest) })
-	return kc.Drain(ctx, host, kube.DrainOptions{
-		Timeout:              r.scaled(drainBudget),
-		EvictErrorRetryDelay: r.scaled(kube.DefaultEvictErrorRetryDelay),
-		Poll:                 r.scaled(kube.DefaultDrainPoll),
-		Progress: func(p kube.DrainProgress) {
-			latest = p
-			report(0)
-		},
-	})
 }
 
 // reset resets the node gracefully (a control plane leaves etcd itself),
@@ -185,7 +160,7 @@ func (r *run) reset(ctx context.Context, d removal, gone leaving) error {
 	if d.controlPlane {
 		// Talos's own leave would cope, at the cost of an election
 		// mid-leave.
-		r.forfeitLeadership(ctx, c, d.host, d.address, "its reset leaves etcd anyway")
+		forfeitLeadership(ctx, r.in.Out, c, d.host, d.address, "its reset leaves etcd anyway")
 	}
 	r.in.Out.Info("resetting %s", d.host)
 	err = c.Reset(ctx, d.address, talosapi.ResetOptions{
@@ -198,7 +173,8 @@ func (r *run) reset(ctx context.Context, d removal, gone leaving) error {
 		}
 		return nil
 	}
-	member, found, lerr := r.etcdMember(ctx, d.host)
+	etcd := r.survivor()
+	member, found, lerr := etcd.member(ctx, d.host)
 	switch {
 	case lerr != nil && err != nil:
 		return fmt.Errorf("reset of control plane %s failed (%w) and whether it left etcd is unknown: %w", d.host, err, lerr)
@@ -209,7 +185,7 @@ func (r *run) reset(ctx context.Context, d removal, gone leaving) error {
 	case found:
 		delete(gone, d.host)
 		return r.plan.Do(ctx, state.Change{Action: state.ActionDelete, Kind: KindEtcdMember, Name: d.host, Detail: fmt.Sprintf("id %016x, still listed after its reset", member.ID)},
-			func(ctx context.Context) error { return r.removeMember(ctx, member.ID) })
+			func(ctx context.Context) error { return etcd.remove(ctx, member.ID) })
 	case err != nil:
 		r.in.Out.Warn("reset of control plane %s failed (%v), but the etcd member list proves it left; deleting it", d.host, err)
 	}
@@ -229,73 +205,4 @@ func (l leaving) addresses() []string {
 		out[i] = l[h]
 	}
 	return out
-}
-
-// provedGone refuses to delete an addressless control plane unless the
-// etcd member list on a surviving control plane proves it is no member
-// (I-S9): NotReady and discovery prove nothing; a failed query refuses.
-func (r *run) provedGone(ctx context.Context, host string) error {
-	member, found, err := r.etcdMember(ctx, host)
-	if err != nil {
-		return fmt.Errorf("no address for control plane %s and the etcd member list could not be read or proves nothing: refusing to delete it: %w", host, err)
-	}
-	if found {
-		_, ep, _ := r.clients.talosSession(ctx, r.id, r.obs)
-		return fmt.Errorf("no address for control plane %s, and it is still an etcd member (id %016x on control plane %s); NotReady does not prove it left etcd: reset it by hand or remove the member, then re-run", host, member.ID, ep)
-	}
-	return nil
-}
-
-// errUnnamedMember is an etcd member without a name: added, never started;
-// which node it is cannot be told (I-S10).
-var errUnnamedMember = errors.New("an etcd member has no name (added but never started), so which node it is cannot be told")
-
-// etcdMember looks host up in the survivor's etcd member list
-// (survivorMembers): absent from a plausible list is proof it is no member.
-func (r *run) etcdMember(ctx context.Context, host string) (talosapi.Member, bool, error) {
-	members, err := r.survivorMembers(ctx)
-	if err != nil {
-		return talosapi.Member{}, false, err
-	}
-	for _, m := range members {
-		if m.Hostname == host {
-			return m, true, nil
-		}
-	}
-	return talosapi.Member{}, false, nil
-}
-
-// survivorMembers is the etcd member list of the first control plane (the
-// survivor: it is always desired), refused when it proves nothing about
-// who is a member: a member without a name fails closed (I-S10), and so
-// does a list that does not name the survivor that answered it (empty, or
-// another cluster's: such a list would "prove" every node gone).
-func (r *run) survivorMembers(ctx context.Context) ([]talosapi.Member, error) {
-	c, ep, err := r.clients.talosSession(ctx, r.id, r.obs)
-	if err != nil {
-		return nil, err
-	}
-	members, err := c.EtcdMembers(ctx, ep)
-	if err != nil {
-		return nil, err
-	}
-	for _, m := range members {
-		if m.Hostname == "" {
-			return nil, fmt.Errorf("%w (id %016x)", errUnnamedMember, m.ID)
-		}
-	}
-	survivor := r.cp1().Hostname
-	if !slices.ContainsFunc(members, func(m talosapi.Member) bool { return m.Hostname == survivor }) {
-		return nil, fmt.Errorf("the etcd member list of %s (%s) does not name %s itself (%d members), so it proves nothing about who is a member", survivor, ep, survivor, len(members))
-	}
-	return members, nil
-}
-
-// removeMember removes an etcd member by id through the survivor.
-func (r *run) removeMember(ctx context.Context, id uint64) error {
-	c, ep, err := r.clients.talosSession(ctx, r.id, r.obs)
-	if err != nil {
-		return err
-	}
-	return c.EtcdRemoveMember(ctx, ep, id)
 }

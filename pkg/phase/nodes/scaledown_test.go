@@ -45,7 +45,7 @@ func TestProvedGone(t *testing.T) {
 			r, log := fakeRun(t, false)
 			fake := &etcdTalos{fakeTalos: fakeTalos{log: log}, members: tc.members, err: tc.err}
 			r.clients.seams.dialTalos = func(context.Context, *identity.Identity, string, string) (talosAPI, error) { return fake, nil }
-			err := r.provedGone(t.Context(), "t-controlplane-04")
+			err := r.survivor().provedGone(t.Context(), "t-controlplane-04")
 			switch {
 			case tc.refused == "" && err != nil:
 				t.Errorf("refused: %v", err)
@@ -129,7 +129,7 @@ func TestUnknownNodeListRefuses(t *testing.T) {
 	if _, err := r.appliable(); err == nil || !strings.Contains(err.Error(), "which nodes to roll configuration out to is unknown; refusing") {
 		t.Errorf("appliable: %v", err)
 	}
-	f := r.removalFacts(preflight.Removal{Name: "t-worker-03"})
+	f := r.obs.removalFacts(preflight.Removal{Name: "t-worker-03"})
 	if f.kube != kubeUnknown {
 		t.Fatalf("kube state %s, want unknown", f.kube)
 	}
@@ -144,10 +144,10 @@ func TestOnlyConfirmedRemovals(t *testing.T) {
 	t.Parallel()
 	r, _ := fakeRun(t, false)
 	r.confirmed = []string{"t-worker-03"}
-	if err := r.onlyConfirmed([]preflight.Removal{{Name: "t-worker-03"}}); err != nil {
+	if err := onlyConfirmed([]preflight.Removal{{Name: "t-worker-03"}}, r.confirmed); err != nil {
 		t.Errorf("confirmed: %v", err)
 	}
-	err := r.onlyConfirmed([]preflight.Removal{{Name: "t-worker-03"}, {Name: "stray"}})
+	err := onlyConfirmed([]preflight.Removal{{Name: "t-worker-03"}, {Name: "stray"}}, r.confirmed)
 	if err == nil || !strings.Contains(err.Error(), "refusing to remove stray: not among the removals this run validated and confirmed (t-worker-03)") {
 		t.Errorf("unconfirmed: %v", err)
 	}

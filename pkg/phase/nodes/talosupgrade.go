@@ -2,7 +2,6 @@ package nodes
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -33,28 +32,25 @@ type talosUpgrade struct {
 	reason                   string
 }
 
-// upgradeTalos upgrades every existing node whose Talos version or
+// rollOutTalos upgrades every existing node whose Talos version or
 // schematic differs from what cluster.yaml pins for its pool (reference
 // §3.1 step 9, I-R1..I-R6): before any new machine is created, control
 // planes first, one at a time, each followed by Talos's health with no
 // Kubernetes fallback, and the cluster healthy before the first is
 // touched (so a resumed rollout re-establishes the barrier); then the
-// workers, pool by pool, max_unavailable at a time. Each node: install
-// the new image, drain, reboot, wait for its new boot at the new version
-// and schematic, uncordon. A node whose install fails, or that comes
-// back on its old version, stops the rollout.
-func (r *run) upgradeTalos(ctx context.Context) error { return r.rollOutTalos(ctx, workersByPool) }
-
-// rollOutTalos upgrades the nodes that need it, taking the workers as
-// workers says. A real rollout onto a new version says so (talosMoved):
-// the configurations follow the document layout of the new version, in
-// the step after.
+// workers as workers says (the upgrade step: pool by pool,
+// max_unavailable at a time; the reinstall: all together). Each node:
+// install the new image, drain, reboot, wait for its new boot at the new
+// version and schematic, uncordon. A node whose install fails, or that
+// comes back on its old version, stops the rollout. A real rollout onto a
+// new version says so (moved): the configurations follow the document
+// layout of the new version, in the step after.
 func (r *run) rollOutTalos(ctx context.Context, workers order) error {
-	ups, err := r.talosUpgrades()
+	ups, err := r.obs.talosUpgrades(r.cfg, r.desired)
 	if err != nil || len(ups) == 0 {
 		return err
 	}
-	if err := r.etcdAllowsUpgrade(ctx, ups); err != nil {
+	if err := r.survivor().allowsUpgrade(ctx, ups); err != nil {
 		return err
 	}
 	ops := make([]op, len(ups))
@@ -68,18 +64,8 @@ func (r *run) rollOutTalos(ctx context.Context, workers order) error {
 		r.moved = newVersion
 		return nil
 	}
-	return r.execute(ctx, policy{what: "upgrading", order: workers, prepare: r.registerPlan, barrier: barrier{before: true, between: true, afterLast: true}, after: after}, ops)
-}
-
-// talosMoved reports that the Talos rollout just before moved nodes onto
-// a new version.
-func (r *run) talosMoved() bool { return r.moved }
-
-// applyMoved rolls the configurations out again after a Talos rollout onto
-// a new version (their document layout follows the version).
-func (r *run) applyMoved(ctx context.Context) error {
-	r.moved = false
-	return r.applyConfigs(ctx)
+	register := func(ctx context.Context) error { return registerPlan(ctx, r.cfg) }
+	return r.executor().execute(ctx, policy{what: "upgrading", order: workers, prepare: register, barrier: barrier{before: true, between: true, afterLast: true}, after: after}, ops)
 }
 
 // reinstall catches the nodes that came up short of their pool's
@@ -106,48 +92,29 @@ func (r *run) reinstall(ctx context.Context) error {
 	return r.rollOutTalos(ctx, workersTogether)
 }
 
-// etcdAllowsUpgrade refuses a control-plane upgrade that etcd cannot
-// survive (Talos's own ValidateForUpgrade): a member that never started
-// (which node it is cannot be told), or exactly two members (one
-// rebooting loses quorum). An unreadable member list, or one that
-// proves nothing (survivorMembers), refuses too.
-func (r *run) etcdAllowsUpgrade(ctx context.Context, ups []talosUpgrade) error {
-	if !slices.ContainsFunc(ups, func(u talosUpgrade) bool { return u.machine.Role == config.RoleControlPlane }) {
-		return nil
-	}
-	members, err := r.survivorMembers(ctx)
-	if err != nil {
-		return fmt.Errorf("the etcd member list could not be read or proves nothing, so whether a control plane may reboot is unknown; refusing to upgrade: %w", err)
-	}
-	if len(members) == 2 {
-		return errors.New("refusing to upgrade control planes: etcd has 2 members, and one rebooting loses quorum; add a third control plane first")
-	}
-	return nil
-}
-
-// talosUpgrades decides which existing nodes need an upgrade, in desired
-// order (control planes first).
-func (r *run) talosUpgrades() ([]talosUpgrade, error) {
-	installers, err := machineconfig.Installers(r.cfg)
+// talosUpgrades decides which existing nodes of desired need an upgrade,
+// in desired order (control planes first).
+func (o *observed) talosUpgrades(cfg *config.Cluster, desired []config.Machine) ([]talosUpgrade, error) {
+	installers, err := machineconfig.Installers(cfg)
 	if err != nil {
 		return nil, err
 	}
 	var ups []talosUpgrade
-	for _, m := range r.desired {
-		cur, ok := r.obs.runningOf(m.Hostname)
+	for _, m := range desired {
+		cur, ok := o.runningOf(m.Hostname)
 		if !ok {
 			continue // not created yet: it boots at the pin
 		}
 		ref, id := installerOf(installers, m.Pool)
-		need, reason, err := upgrade.NeedsTalosUpgrade(cur.talos, r.cfg.Talos.Version, cur.schematic, id)
+		need, reason, err := upgrade.NeedsTalosUpgrade(cur.talos, cfg.Talos.Version, cur.schematic, id)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", m.Hostname, err)
 		}
 		if !need {
 			continue
 		}
-		addr, _ := r.obs.address(m.Hostname) // readRunning required one
-		ups = append(ups, talosUpgrade{machine: m, address: addr, from: cur, to: r.cfg.Talos.Version, installer: ref, schematic: id, reason: reason})
+		addr, _ := o.address(m.Hostname) // readRunning required one
+		ups = append(ups, talosUpgrade{machine: m, address: addr, from: cur, to: cfg.Talos.Version, installer: ref, schematic: id, reason: reason})
 	}
 	return ups, nil
 }
@@ -165,12 +132,12 @@ func installerOf(plan *factory.InstallerPlan, pool string) (ref, schematic strin
 
 // registerPlan registers every installer's schematic with the Image
 // Factory before a node pulls one.
-func (r *run) registerPlan(ctx context.Context) error {
-	installers, err := machineconfig.Installers(r.cfg)
+func registerPlan(ctx context.Context, cfg *config.Cluster) error {
+	installers, err := machineconfig.Installers(cfg)
 	if err != nil {
 		return err
 	}
-	fc, err := factory.ForCluster(r.in.Config, nil)
+	fc, err := factory.ForCluster(cfg, nil)
 	if err != nil {
 		return err
 	}
@@ -192,7 +159,7 @@ func (r *run) talosUpgradeOp(u talosUpgrade) op {
 					return err
 				}
 				r.in.Out.Info("installing %s on %s", u.installer, host)
-				if err := r.install(ctx, c, u); err != nil {
+				if err := install(ctx, r.in.Out, c, u); err != nil {
 					return fmt.Errorf("install of %s on %s failed; stopping the rollout before another node is touched: %w", u.installer, host, err)
 				}
 				return nil

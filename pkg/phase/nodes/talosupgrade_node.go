@@ -8,6 +8,7 @@ import (
 
 	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/talos/talosapi"
+	"github.com/talosc/talosc/pkg/ui"
 )
 
 // rebootInto reboots an installed node (a control plane hands etcd
@@ -21,7 +22,7 @@ func (r *run) rebootInto(ctx context.Context, u talosUpgrade) error {
 		return err
 	}
 	if m.Role == config.RoleControlPlane && r.cfg.ControlPlane.Count > 1 {
-		r.forfeitLeadership(ctx, c, m.Hostname, u.address, "rebooting it anyway")
+		forfeitLeadership(ctx, r.in.Out, c, m.Hostname, u.address, "rebooting it anyway")
 	}
 	r.in.Out.Info("rebooting %s into %s", m.Hostname, u.to)
 	prev, err := c.Reboot(ctx, u.address)
@@ -43,10 +44,10 @@ func (r *run) rebootInto(ctx context.Context, u talosUpgrade) error {
 	if err != nil {
 		return fmt.Errorf("reboot of %s: %w", m.Hostname, err)
 	}
-	if err := r.nodeBack(ctx, m, prev, r.scaled(upgradeBudget)); err != nil {
+	if err := r.waiter().nodeBack(ctx, m, prev, r.scaled(upgradeBudget)); err != nil {
 		return fmt.Errorf("%s did not come back after its upgrade; stopping the rollout: %w", m.Hostname, err)
 	}
-	return r.installedImage(ctx, c, u)
+	return r.waiter().installedImage(ctx, c, u)
 }
 
 // rebootAttempts is how often a reboot whose answer was lost and that
@@ -61,22 +62,22 @@ const installAttempts = 3
 // install runs the node's installer, again when an answer was lost:
 // installing the same image twice writes the same partition twice, while
 // a failed installer, or one already running, refuses.
-func (r *run) install(ctx context.Context, c talosAPI, u talosUpgrade) error {
+func install(ctx context.Context, out *ui.Printer, c talosAPI, u talosUpgrade) error {
 	var err error
 	for range installAttempts {
-		err = c.Upgrade(ctx, u.address, u.installer, r.installProgress(u.machine.Hostname))
+		err = c.Upgrade(ctx, u.address, u.installer, installProgress(out, u.machine.Hostname))
 		if !errors.Is(err, talosapi.ErrAnswerLost) {
 			return err
 		}
-		r.in.Out.Warn("%s: %v; running its installer again", u.machine.Hostname, err)
+		out.Warn("%s: %v; running its installer again", u.machine.Hostname, err)
 	}
 	return err
 }
 
-// installProgress reports the installer's lines, throttled.
-func (r *run) installProgress(host string) func(string) {
+// installProgress reports the installer's lines on out, throttled.
+func installProgress(out *ui.Printer, host string) func(string) {
 	var latest string
-	report := throttle(func(time.Duration) { r.in.Out.Info("  %s: %s", host, latest) })
+	report := throttle(func(time.Duration) { out.Info("  %s: %s", host, latest) })
 	return func(line string) {
 		latest = line
 		report(0)

@@ -206,7 +206,7 @@ func nodeSteps(hosts ...string) []string {
 func TestTalosUpgradeOneAtATime(t *testing.T) {
 	t.Parallel()
 	r, f := upgradeRun(t, false, nil)
-	if err := r.execute(t.Context(), upgradeRollout(), upgradeOps(r)); err != nil {
+	if err := r.executor().execute(t.Context(), upgradeRollout(), upgradeOps(r)); err != nil {
 		t.Fatal(err)
 	}
 	var want []string
@@ -230,7 +230,7 @@ func TestTalosUpgradeWorkersMaxUnavailable(t *testing.T) {
 	t.Parallel()
 	r, f := upgradeRun(t, false, map[string]string{"t-controlplane-01": "v1.14.1", "t-controlplane-02": "v1.14.1", "t-controlplane-03": "v1.14.1"})
 	r.cfg.Workers[0].MaxUnavailableNodes = 2
-	if err := r.execute(t.Context(), upgradeRollout(), upgradeOps(r)); err != nil {
+	if err := r.executor().execute(t.Context(), upgradeRollout(), upgradeOps(r)); err != nil {
 		t.Fatal(err)
 	}
 	// Both workers at once, in lockstep: both installs before either drain.
@@ -244,7 +244,7 @@ func TestTalosUpgradeFailedInstallStops(t *testing.T) {
 	t.Parallel()
 	r, f := upgradeRun(t, false, nil)
 	f.failInstall = "t-controlplane-02"
-	err := r.execute(t.Context(), upgradeRollout(), upgradeOps(r))
+	err := r.executor().execute(t.Context(), upgradeRollout(), upgradeOps(r))
 	if !errors.Is(err, talosapi.ErrInstallFailed) || !strings.Contains(err.Error(), "stopping the rollout before another node is touched") {
 		t.Fatalf("err = %v", err)
 	}
@@ -258,7 +258,7 @@ func TestTalosUpgradeRollbackStops(t *testing.T) {
 	t.Parallel()
 	r, f := upgradeRun(t, false, nil)
 	f.rollback = "t-controlplane-01"
-	err := r.execute(t.Context(), upgradeRollout(), upgradeOps(r))
+	err := r.executor().execute(t.Context(), upgradeRollout(), upgradeOps(r))
 	if err == nil || !strings.Contains(err.Error(), "t-controlplane-01 came back on v1.13.8 (schematic old), not v1.14.1 (schematic new): Talos rolled the upgrade back") {
 		t.Fatalf("err = %v", err)
 	}
@@ -273,7 +273,7 @@ func TestTalosUpgradeResumeBarrier(t *testing.T) {
 	t.Parallel()
 	down := errors.New("etcd: 1 member unhealthy")
 	r, f := upgradeRun(t, false, map[string]string{"t-controlplane-01": "v1.14.1"}, down, down)
-	err := r.execute(t.Context(), upgradeRollout(), upgradeOps(r))
+	err := r.executor().execute(t.Context(), upgradeRollout(), upgradeOps(r))
 	if err == nil || !strings.Contains(err.Error(), "cluster unhealthy before touching t-controlplane-02; aborting rollout") {
 		t.Fatalf("err = %v", err)
 	}
@@ -285,7 +285,7 @@ func TestTalosUpgradeResumeBarrier(t *testing.T) {
 func TestTalosUpgradePlanOnlyRecords(t *testing.T) {
 	t.Parallel()
 	r, f := upgradeRun(t, true, nil)
-	if err := r.execute(t.Context(), upgradeRollout(), upgradeOps(r)); err != nil {
+	if err := r.executor().execute(t.Context(), upgradeRollout(), upgradeOps(r)); err != nil {
 		t.Fatal(err)
 	}
 	if len(*f.log) != 0 {
@@ -306,7 +306,7 @@ func TestEtcdAllowsUpgrade(t *testing.T) {
 		r, f := upgradeRun(t, false, nil)
 		f.members = tc.members
 		ups := []talosUpgrade{{machine: config.Machine{Hostname: "t-controlplane-01", Role: config.RoleControlPlane}}}
-		err := r.etcdAllowsUpgrade(t.Context(), ups)
+		err := r.survivor().allowsUpgrade(t.Context(), ups)
 		if (tc.refused == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.refused) {
 			t.Errorf("%d members: err = %v, want %q", tc.members, err, tc.refused)
 		}
@@ -320,7 +320,7 @@ func TestTalosUpgradeResumeBarrierBeforeWorkers(t *testing.T) {
 	down := errors.New("etcd: 1 member unhealthy")
 	at := map[string]string{"t-controlplane-01": "v1.14.1", "t-controlplane-02": "v1.14.1", "t-controlplane-03": "v1.14.1"}
 	r, f := upgradeRun(t, false, at, down, down)
-	err := r.execute(t.Context(), upgradeRollout(), upgradeOps(r))
+	err := r.executor().execute(t.Context(), upgradeRollout(), upgradeOps(r))
 	if err == nil || !strings.Contains(err.Error(), "cluster unhealthy before touching t-worker-01; aborting rollout") {
 		t.Fatalf("err = %v", err)
 	}
@@ -336,7 +336,7 @@ func TestTalosUpgradeLostAnswers(t *testing.T) {
 	r, f := upgradeRun(t, false, nil)
 	f.lostInstalls, f.lostReboots = 1, 1
 	ops := upgradeOps(r)[:1]
-	if err := r.execute(t.Context(), upgradeRollout(), ops); err != nil {
+	if err := r.executor().execute(t.Context(), upgradeRollout(), ops); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{"health", "install t-controlplane-01", "install t-controlplane-01", "drain t-controlplane-01", "reboot t-controlplane-01", "reboot t-controlplane-01", "uncordon t-controlplane-01", "health"}
@@ -355,7 +355,7 @@ func TestTalosUpgradeRebootLostRepeatedly(t *testing.T) {
 	t.Parallel()
 	r, f := upgradeRun(t, false, nil)
 	f.lostReboots = rebootAttempts - 1
-	if err := r.execute(t.Context(), upgradeRollout(), upgradeOps(r)[:1]); err != nil {
+	if err := r.executor().execute(t.Context(), upgradeRollout(), upgradeOps(r)[:1]); err != nil {
 		t.Fatal(err)
 	}
 	if f.boots["t-controlplane-01"] != 1 {
@@ -363,7 +363,7 @@ func TestTalosUpgradeRebootLostRepeatedly(t *testing.T) {
 	}
 	r, f = upgradeRun(t, false, nil)
 	f.lostReboots = rebootAttempts
-	err := r.execute(t.Context(), upgradeRollout(), upgradeOps(r)[:1])
+	err := r.executor().execute(t.Context(), upgradeRollout(), upgradeOps(r)[:1])
 	if err == nil || !errors.Is(err, talosapi.ErrAnswerLost) || f.boots["t-controlplane-01"] != 0 {
 		t.Errorf("every reboot lost: err %v, %d boots; want the lost answer, no boot", err, f.boots["t-controlplane-01"])
 	}
@@ -377,7 +377,7 @@ func TestTalosUpgradeUnknownRefuses(t *testing.T) {
 	r, f := upgradeRun(t, false, nil)
 	f.unknown = errors.New("etcdserver: no leader")
 	ups := []talosUpgrade{{machine: config.Machine{Hostname: "t-controlplane-01", Role: config.RoleControlPlane}}}
-	if err := r.etcdAllowsUpgrade(t.Context(), ups); err == nil || !strings.Contains(err.Error(), "the etcd member list could not be read") {
+	if err := r.survivor().allowsUpgrade(t.Context(), ups); err == nil || !strings.Contains(err.Error(), "the etcd member list could not be read") {
 		t.Errorf("etcdAllowsUpgrade with no member list = %v", err)
 	}
 	r.obs.inv = &provider.Inventory{}

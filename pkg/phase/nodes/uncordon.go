@@ -21,5 +21,5 @@ func (r *run) uncordon(ctx context.Context) error {
 	if len(ops) == 0 {
 		return nil
 	}
-	return r.execute(ctx, policy{what: "uncordoning", order: inOrder, after: r.refreshNodes}, ops)
+	return r.executor().execute(ctx, policy{what: "uncordoning", order: inOrder, after: r.refreshNodes}, ops)
 }

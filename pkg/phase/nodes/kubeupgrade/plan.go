@@ -1,8 +1,12 @@
 // Package kubeupgrade decides a Kubernetes upgrade, as talosctl upgrade-k8s
 // takes it: from the images each node's running configuration gives its
 // components and the pinned version, every step (one minor at a time) and
-// every change of each, in the order the nodes phase carries them out. It
-// only decides: the nodes phase applies each change and waits for it.
+// every change of each, in the order the nodes phase carries them out.
+// Rollout turns a step into tasks (its checks, pulls, one apply per
+// change and the wait after it, the bootstrap manifests) that the nodes
+// phase's executor runs; they reach the cluster only through Cluster,
+// which the nodes phase implements (its sessions, its apply of a node's
+// configuration, its poll).
 package kubeupgrade
 
 import (

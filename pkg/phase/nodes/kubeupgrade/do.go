@@ -1,4 +1,4 @@
-package nodes
+package kubeupgrade
 
 import (
 	"cmp"
@@ -10,17 +10,19 @@ import (
 	k8supgrade "github.com/siderolabs/go-kubernetes/kubernetes/upgrade"
 
 	"github.com/talosc/talosc/pkg/config"
-	"github.com/talosc/talosc/pkg/phase/nodes/kubeupgrade"
 	"github.com/talosc/talosc/pkg/provider"
-	"github.com/talosc/talosc/pkg/talos/machineconfig"
 )
 
-// kubeChecks runs go-kubernetes' checks of the step's path before the
-// step changes anything: removed flags and feature gates in the control
+// checks runs go-kubernetes' checks of the step's path before the step
+// changes anything: removed flags and feature gates in the control
 // planes' static pods and the kubelets' arguments, and removed API
 // resources still in use. What they find is shown as they word it.
-func (r *run) kubeChecks(ctx context.Context, nodes []kubeupgrade.Node, st kubeupgrade.Step) error {
-	c, kc, err := r.clients.both(ctx, r.id, r.obs)
+func (u *Rollout) checks(ctx context.Context, st Step) error {
+	c, _, err := u.Cluster.Talos(ctx)
+	if err != nil {
+		return err
+	}
+	kc, err := u.Cluster.Kube()
 	if err != nil {
 		return err
 	}
@@ -29,14 +31,14 @@ func (r *run) kubeChecks(ctx context.Context, nodes []kubeupgrade.Node, st kubeu
 		return err
 	}
 	var cps, workers []string
-	for _, n := range nodes {
+	for _, n := range u.Nodes {
 		if n.ControlPlane() {
 			cps = append(cps, n.Address)
 		} else {
 			workers = append(workers, n.Address)
 		}
 	}
-	logf := func(format string, a ...any) { r.in.Out.Info("  %s", fmt.Sprintf(format, a...)) }
+	logf := func(format string, a ...any) { u.Out.Info("  %s", fmt.Sprintf(format, a...)) }
 	checks, err := k8supgrade.NewChecks(path, c.COSI(), kc.RESTConfig(), cps, workers, logf)
 	if err != nil {
 		return err
@@ -49,8 +51,8 @@ func (r *run) kubeChecks(ctx context.Context, nodes []kubeupgrade.Node, st kubeu
 
 // prePull pulls every node's images, nodes concurrently, so that no
 // component waits for its image while its node is being upgraded.
-func (r *run) prePull(ctx context.Context, pulls [][]kubeupgrade.Pull) error {
-	c, _, err := r.clients.talosSession(ctx, r.id, r.obs)
+func (u *Rollout) prePull(ctx context.Context, pulls [][]Pull) error {
+	c, _, err := u.Cluster.Talos(ctx)
 	if err != nil {
 		return err
 	}
@@ -69,8 +71,8 @@ func (r *run) prePull(ctx context.Context, pulls [][]kubeupgrade.Pull) error {
 // runs the new configuration and image and is Ready; for a kubelet, until
 // its Node reports the version and is Ready; kube-proxy's image changes
 // only the manifests synced at the end of the step.
-func (r *run) upgradeComponent(ctx context.Context, input machineconfig.Input, n *kubeupgrade.Node, ch kubeupgrade.Change, to config.Version) error {
-	c, _, err := r.clients.talosSession(ctx, r.id, r.obs)
+func (u *Rollout) upgradeComponent(ctx context.Context, n *Node, ch Change, to config.Version) error {
+	c, _, err := u.Cluster.Talos(ctx)
 	if err != nil {
 		return err
 	}
@@ -82,20 +84,15 @@ func (r *run) upgradeComponent(ctx context.Context, input machineconfig.Input, n
 	}
 	images := n.Images
 	*ch.Component.Image(&images) = ch.Image
-	mc, err := r.generate(input, n.Machine, images)
-	if err != nil {
-		return err
-	}
-	if _, err := r.applyConfig(ctx, n.Machine, n.Address, mc.Bytes()); err != nil {
+	if err := u.Cluster.Apply(ctx, *n, images); err != nil {
 		return err
 	}
 	n.Images = images
-	r.obs.images[n.Machine.Hostname] = images
 	switch {
 	case ch.Component.StaticPod():
-		return r.waitStaticPod(ctx, c, *n, ch.Component, to, before)
-	case ch.Component == kubeupgrade.Kubelet:
-		return r.waitKubelet(ctx, *n, to)
+		return u.waitStaticPod(ctx, c, *n, ch.Component, to, before)
+	case ch.Component == Kubelet:
+		return u.waitKubelet(ctx, *n, to)
 	}
 	return nil
 }
@@ -105,12 +102,12 @@ func (r *run) upgradeComponent(ctx context.Context, input machineconfig.Input, n
 // with server-side apply as field manager "talos", as upgrade-k8s does:
 // Talos itself only creates missing ones. Namespaces and CRDs go first,
 // then ConfigMaps and Secrets, as Talos's own apply stages them.
-func (r *run) syncManifests(ctx context.Context) error {
-	addr, ok := r.obs.address(r.cp1().Hostname)
-	if !ok {
-		return fmt.Errorf("no address known for %s", r.cp1().Hostname)
+func (u *Rollout) syncManifests(ctx context.Context) error {
+	c, addr, err := u.Cluster.Talos(ctx)
+	if err != nil {
+		return err
 	}
-	c, kc, err := r.clients.both(ctx, r.id, r.obs)
+	kc, err := u.Cluster.Kube()
 	if err != nil {
 		return err
 	}
@@ -119,12 +116,38 @@ func (r *run) syncManifests(ctx context.Context) error {
 		return err
 	}
 	slices.SortStableFunc(objs, func(a, b map[string]any) int {
-		return cmp.Compare(kubeupgrade.ManifestStage(a), kubeupgrade.ManifestStage(b))
+		return cmp.Compare(ManifestStage(a), ManifestStage(b))
 	})
 	for _, o := range objs {
 		if err := kc.Apply(ctx, o, "talos"); err != nil {
-			return fmt.Errorf("apply %v %s: %w", o["kind"], kubeupgrade.ObjectName(o), err)
+			return fmt.Errorf("apply %v %s: %w", o["kind"], ObjectName(o), err)
 		}
 	}
 	return nil
+}
+
+// apiAt checks that the API server reports version to after its step.
+func (u *Rollout) apiAt(ctx context.Context, to config.Version) error {
+	kc, err := u.Cluster.Kube()
+	if err != nil {
+		return err
+	}
+	api, err := APIVersion(ctx, kc)
+	if err != nil {
+		return err
+	}
+	if !SameVersion(api, to) {
+		return fmt.Errorf("after its step to %s the API server reports version %q; stopping the upgrade", to, api)
+	}
+	return nil
+}
+
+// APIVersion reads the API server's version (retried): configs are never
+// generated against an unknown one (I-13).
+func APIVersion(ctx context.Context, kc Kube) (string, error) {
+	v, err := kc.ServerVersion(ctx)
+	if err != nil {
+		return "", fmt.Errorf("could not determine the running cluster's kubernetes version while the kube-api is up; refusing to generate machine configs against an unknown version: %w", err)
+	}
+	return v, nil
 }
