@@ -47,14 +47,7 @@ func (r *run) bootstrap(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// A plan document says where the kubeconfig comes from in general
-	// terms, a converge's record names the node: wording only the mode
-	// decides.
-	detail := "from " + cp1Name
-	if r.plan.DryRun {
-		detail = "from the first control plane"
-	}
-	return r.plan.Do(ctx, state.Change{Action: state.ActionCreate, Kind: kindFile, Name: config.KubeconfigFile, Detail: detail},
+	return r.plan.Do(ctx, state.Change{Action: state.ActionCreate, Kind: kindFile, Name: config.KubeconfigFile, Detail: "from " + cp1Name},
 		func(ctx context.Context) error {
 			if err := r.fetchKubeconfig(ctx); err != nil {
 				return err
