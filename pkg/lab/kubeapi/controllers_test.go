@@ -154,6 +154,20 @@ func TestControllers(t *testing.T) {
 	if err != nil || len(pods.Items) > 0 {
 		t.Errorf("the DaemonSet outside kube-system got pods: %d (%v)", len(pods.Items), err)
 	}
+
+	// a kube-proxy DaemonSet that schedules no pod is present: Talos
+	// waits for its pods (DaemonSetPresent), it does not skip it
+	selectNone := []byte(`{"spec":{"template":{"spec":{"nodeSelector":{"talosc.dev/none":"x"}}}}}`)
+	if _, err := cs.AppsV1().DaemonSets(metav1.NamespaceSystem).Patch(ctx, "kube-proxy", types.StrategicMergePatchType, selectNone, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "kube-proxy desired on no node", func(ctx context.Context) (bool, error) {
+		ds, err := cs.AppsV1().DaemonSets(metav1.NamespaceSystem).Get(ctx, "kube-proxy", metav1.GetOptions{})
+		return err == nil && ds.Status.ObservedGeneration == ds.Generation && ds.Status.DesiredNumberScheduled == 0, err
+	})
+	if err := srv.Check(ctx, "kube-proxy to report ready", nil, nil); err == nil || errors.Is(err, ErrSkip) {
+		t.Errorf("kube-proxy present with no pod scheduled: %v, want a failure to wait on, not SKIP", err)
+	}
 }
 
 // applyBootstrap server-side applies the kube-proxy DaemonSet and the

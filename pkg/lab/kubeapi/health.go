@@ -49,7 +49,10 @@ func (s *Server) Check(ctx context.Context, condition string, controlPlanes, wor
 		if err != nil {
 			return err
 		}
-		if len(dss.Items) == 0 || dss.Items[0].Status.DesiredNumberScheduled == 0 {
+		// Talos skips only when there is no DaemonSet (DaemonSetPresent);
+		// one its controller has not counted yet has no ready pod, and the
+		// condition waits.
+		if len(dss.Items) == 0 {
 			return ErrSkip
 		}
 		return podsReady(ctx, cs, int(dss.Items[0].Status.DesiredNumberScheduled), "k8s-app=kube-proxy")
