@@ -189,13 +189,11 @@ clean: ## remove bin/ and dist/
 # steps (lint and vuln beside the tests, at low priority). Its vet step runs
 # every vet analyser over every package, test files included; go test's own
 # vet pass is a subset of it and would only analyse the same files (and
-# every dependency, for its facts) again, so the test step turns it off.
-# An E2E script mostly waits on the lab's clocks (openstack_build: 34
-# CPU-s in 61 s), so three run at once on two cores (-parallel=3; go
-# test's default is the core count). CI_TESTFLAGS can be set from the
-# environment, e.g. CI_TESTFLAGS="-vet=off -parallel=4".
+# every dependency, for its facts) again, so the test step turns it off. CI_TESTFLAGS can be set from the
+# environment, e.g. CI_TESTFLAGS="-vet=off -parallel=4" to try more E2E
+# scripts at once.
 CI_STEPS     := tidy-check vet lint test vuln
-CI_TESTFLAGS ?= -vet=off -parallel=3
+CI_TESTFLAGS ?= -vet=off
 ci: TESTFLAGS += $(CI_TESTFLAGS)
 ci: $(CI_STEPS) ## what CI checks (.ci/run): tidy check, vet, lint, every test, govulncheck
 
