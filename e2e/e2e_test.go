@@ -52,19 +52,25 @@ func TestMain(m *testing.M) {
 // labs counts the scripts' labs across both script tests.
 var labs atomic.Int32
 
+// TestScripts runs the lab scripts, as many at once as -parallel allows.
+// It is not itself parallel, so the real-cloud scripts after it start only
+// once every lab script has ended.
 func TestScripts(t *testing.T) {
-	t.Parallel()
 	testscript.Run(t, scriptParams("testdata/script"))
 }
 
 // TestRealCloudScripts runs the scripts against a real OpenStack on their
-// own, before the parallel scripts start (a top-level test that is not
-// parallel runs first): a loopback OpenStack on a small machine shared
-// with a dozen labs answered too slowly to build a server (CI: "Failed to
-// allocate the network(s)"; nodes never booted). They run one at a time
-// too: beside real_openstack_late, real_openstack failed once, nova-api
-// (load 14) answering lists after more than the tests' 10 s request
-// timeout five times in a row. They skip without one.
+// own, after the lab scripts (TestScripts, above it, returns only when all
+// of them have ended), when the other packages' tests have long ended too:
+// a loopback OpenStack on a small machine shared with a dozen labs
+// answered too slowly to build a server (CI: "Failed to allocate the
+// network(s)"; nodes never booted), and when they ran first, beside the
+// other packages' tests starting from a warm build cache, nova-api
+// answered every server create after the 10 s request timeout and the
+// servers stayed in BUILD. They run one at a time too: beside
+// real_openstack_late, real_openstack failed once, nova-api (load 14)
+// answering lists after more than the tests' 10 s request timeout five
+// times in a row. They skip without one.
 func TestRealCloudScripts(t *testing.T) {
 	files, err := filepath.Glob("testdata/realcloud/*.txtar")
 	if err != nil || len(files) == 0 {
