@@ -147,9 +147,11 @@ func (c *Cloud) removeVM(ctx context.Context, vm vmTarget) error {
 }
 
 // deletePool deletes the cluster's pool (through plan) once no VM is left
-// in it but the ones deleted; otherwise it keeps the pool and says why.
-// Only a dry run still lists those: a VM is out of its pool before its
-// configuration is gone, which a real delete waited for.
+// in it; otherwise it keeps the pool and says why. A dry run deleted
+// nothing, so the VMs it planned to delete do not count; a real run counts
+// every member still listed, its own deletes included, rather than trust
+// that Proxmox took them out of the pool (the one mode read in provider
+// code: what the pool holds is decided by the mode, not by a change).
 func (c *Cloud) deletePool(ctx context.Context, cluster *config.Cluster, deleted []vmTarget, plan *provider.Plan) error {
 	p, err := c.ownedPool(ctx, cluster.Name)
 	if err != nil || p == nil {
@@ -157,7 +159,7 @@ func (c *Cloud) deletePool(ctx context.Context, cluster *config.Cluster, deleted
 	}
 	var left []string
 	for _, m := range p.Members {
-		if !slices.ContainsFunc(deleted, func(vm vmTarget) bool { return vm.vmid == m.VMID }) {
+		if !plan.DryRun || !slices.ContainsFunc(deleted, func(vm vmTarget) bool { return vm.vmid == m.VMID }) {
 			left = append(left, strconv.Itoa(m.VMID))
 		}
 	}
