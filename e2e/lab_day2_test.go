@@ -114,7 +114,7 @@ func (s *scriptLab) lose(ts *testscript.TestScript, args []string) {
 func (s *scriptLab) awaitLate(ts *testscript.TestScript) {
 	for deadline := time.Now().Add(time.Minute); s.lab.Injector().Pending() > 0; time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			ts.Fatalf("%d late requests still pending after a minute", s.lab.Injector().Pending())
+			ts.Fatalf("late requests still pending after a minute: %s", strings.Join(s.lab.Injector().Waiting(), "; "))
 		}
 	}
 }

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 )
@@ -15,27 +17,34 @@ type lateQueue struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	closed  bool
-	pending int
+	next    int
+	pending map[int]string // what each late request is, by its number
 }
 
-// Late runs apply in the background once delay has passed: a request
-// whose client gave up, which its API applies anyway. apply's context has
+// Late runs apply (what: the request, for Waiting) in the background once
+// delay has passed: a request whose client gave up, which its API
+// applies anyway. apply's context has
 // parent's values (a gRPC peer, an HTTP server's) but not its deadline or
 // cancellation: it ends only when the injector is closed. Close cancels
 // the applies still waiting and waits for those running. false: the
 // injector is closed; apply never runs.
-func (i *Injector) Late(parent context.Context, delay time.Duration, apply func(context.Context)) bool {
+func (i *Injector) Late(parent context.Context, what string, delay time.Duration, apply func(context.Context)) bool {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	q := &i.late
 	if q.closed {
 		return false
 	}
-	q.pending++
+	if q.pending == nil {
+		q.pending = map[int]string{}
+	}
+	q.next++
+	id := q.next
+	q.pending[id] = what
 	q.wg.Go(func() {
 		defer func() {
 			i.mu.Lock()
-			q.pending--
+			delete(q.pending, id)
 			i.mu.Unlock()
 		}()
 		t := time.NewTimer(delay)
@@ -57,7 +66,20 @@ func (i *Injector) Late(parent context.Context, delay time.Duration, apply func(
 func (i *Injector) Pending() int {
 	i.mu.Lock()
 	defer i.mu.Unlock()
-	return i.late.pending
+	return len(i.late.pending)
+}
+
+// Waiting names the late requests not yet applied (or applying), oldest
+// first.
+func (i *Injector) Waiting() []string {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	ids := slices.Sorted(maps.Keys(i.late.pending))
+	names := make([]string, len(ids))
+	for k, id := range ids {
+		names[k] = i.late.pending[id]
+	}
+	return names
 }
 
 // Close drops the late requests not yet applied, cancels those applying
@@ -85,7 +107,7 @@ func lateApply(service string, inj *Injector, rec *Recorder, next http.Handler, 
 	later.Body = io.NopCloser(bytes.NewReader(body))
 	later.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	return func() {
-		inj.Late(r.Context(), delay, func(ctx context.Context) {
+		inj.Late(r.Context(), service+" "+r.Method+" "+later.URL.Path, delay, func(ctx context.Context) {
 			start := time.Now()
 			next.ServeHTTP(&discardWriter{header: http.Header{}}, later.WithContext(ctx))
 			rec.Work(service, "late "+r.Method+" "+later.URL.Path, start, time.Since(start))

@@ -88,8 +88,8 @@ func TestMiddlewareAppliesLateRequestsAfterTheAnswer(t *testing.T) {
 			if calls := rec.Calls(); !calls[0].Late || calls[0].Lost {
 				t.Fatalf("recorded %+v, want one late call", calls)
 			}
-			if inj.Pending() != 1 {
-				t.Fatalf("%d late requests pending, want 1", inj.Pending())
+			if w := inj.Waiting(); inj.Pending() != 1 || len(w) != 1 || !strings.HasPrefix(w[0], "nova POST /") {
+				t.Fatalf("%d late requests pending (%q), want the nova POST", inj.Pending(), w)
 			}
 			waitFor(t, func() bool { return svc.count() == 1 })
 			svc.mu.Lock()
@@ -197,7 +197,7 @@ func TestInjectorCloseDropsPendingLateRequests(t *testing.T) {
 	if inj.Pending() != 0 || svc.count() != 0 {
 		t.Fatalf("after Close: %d pending, %d applied", inj.Pending(), svc.count())
 	}
-	if inj.Late(t.Context(), 0, func(context.Context) { t.Error("applied after Close") }) {
+	if inj.Late(t.Context(), "test", 0, func(context.Context) { t.Error("applied after Close") }) {
 		t.Error("Late accepted a request after Close")
 	}
 }

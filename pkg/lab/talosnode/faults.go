@@ -128,7 +128,7 @@ func (a *apiServices) faulted(ctx context.Context, fullMethod, method string, ca
 		if apply := call.late(); apply != nil {
 			f.late = true
 			// once the answer ended, whichever way
-			defer inj.Late(ctx, d.LateBy, func(ctx context.Context) { _ = apply(ctx) })
+			defer inj.Late(ctx, ServiceName+" "+a.callPath(fullMethod), d.LateBy, func(ctx context.Context) { _ = apply(ctx) })
 		}
 	}
 	switch {
