@@ -78,6 +78,9 @@ func Build(doc *state.Document, provider string, plugins []string, now time.Time
 		if f.Pending != nil {
 			rep.Pending = f.Pending
 		}
+		if f.Backup != nil {
+			rep.Backup = f.Backup
+		}
 	}
 	return rep
 }

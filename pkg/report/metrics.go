@@ -88,9 +88,28 @@ func families(rep *CheckReport) []*family {
 	if rep.Pending != nil {
 		pending.add(float64(*rep.Pending))
 	}
+	backups := backupFamilies(rep.Backup)
 	at := &family{name: "check_timestamp_seconds", help: "When the check ran, in seconds since the Unix epoch."}
 	at.add(float64(rep.CheckedAt.Unix()))
-	return []*family{ok, incomplete, reasons, upToDate, drift, cordoned, ready, plugins, expiry, orphans, pending, at}
+	return append([]*family{ok, incomplete, reasons, upToDate, drift, cordoned, ready, plugins, expiry, orphans, pending}, append(backups, at)...)
+}
+
+// backupFamilies are the newest backup's metrics; absent when no backup
+// is configured, and the age and time absent when there is no backup.
+func backupFamilies(b *BackupCheck) []*family {
+	ok := &family{name: "backup_ok", help: "1 when the newest backup is verified and younger than backup.max_age, else 0."}
+	age := &family{name: "backup_age_seconds", help: "How old the newest backup is, in seconds."}
+	last := &family{name: "backup_last_success_timestamp_seconds", help: "When the newest verified backup was taken, in seconds since the Unix epoch."}
+	if b != nil {
+		ok.add(bit(b.Attention == ""))
+		if b.Name != "" {
+			age.add(float64(b.AgeSeconds))
+		}
+		if b.Name != "" && b.Verified {
+			last.add(float64(b.Time.Unix()))
+		}
+	}
+	return []*family{ok, age, last}
 }
 
 func bit(b bool) float64 {

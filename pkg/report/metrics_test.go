@@ -30,6 +30,7 @@ func fullReport() *report.CheckReport {
 		Certificates: []report.Certificate{{Name: "kubeconfig", NotAfter: time.Unix(1_831_536_000, 0)}, {Name: "etcd-ca", NotAfter: time.Unix(2_115_000_000, 0)}},
 		Orphans:      &report.OrphanCheck{Done: true, Found: []report.Orphan{{Kind: "vm", Hostname: "c-worker-3"}}},
 		Pending:      &pending,
+		Backup:       &report.BackupCheck{Name: "b", Time: time.Unix(1_799_990_000, 0), AgeSeconds: 10_000, Verified: true, Attention: "older than backup.max_age"},
 	}
 }
 
@@ -62,9 +63,12 @@ func TestMetricsParseWithPrometheusParser(t *testing.T) {
 		key("talosc_plugin_ok", "plugin", "argocd"):                                                                           1,
 		key("talosc_certificate_expiry_timestamp_seconds", "certificate", "kubeconfig"):                                       1_831_536_000,
 		key("talosc_certificate_expiry_timestamp_seconds", "certificate", "etcd-ca"):                                          2_115_000_000,
-		key("talosc_orphans"):                 1,
-		key("talosc_pending_actions"):         3,
-		key("talosc_check_timestamp_seconds"): 1_800_000_000,
+		key("talosc_orphans"):                               1,
+		key("talosc_pending_actions"):                       3,
+		key("talosc_backup_ok"):                             0,
+		key("talosc_backup_age_seconds"):                    10_000,
+		key("talosc_backup_last_success_timestamp_seconds"): 1_799_990_000,
+		key("talosc_check_timestamp_seconds"):               1_800_000_000,
 	}
 	for k, v := range want {
 		if g, ok := got[k]; !ok || g != v {
@@ -110,6 +114,46 @@ func TestMetricsLeaveOutWhatWasNotObserved(t *testing.T) {
 			}
 			if _, has := got[reporttest.Key("talosc_pending_actions", "cluster", "c")]; has {
 				t.Errorf("a check that did not plan has a pending count")
+			}
+		})
+	}
+}
+
+// A backup's series exist only when a backup is configured, and its age
+// and time only when there is one (verified, for the time).
+func TestBackupMetrics(t *testing.T) {
+	t.Parallel()
+	at := time.Unix(1_799_000_000, 0)
+	for _, tc := range []struct {
+		name   string
+		backup *report.BackupCheck
+		want   map[string]float64 // series → value; absent ones must be absent
+	}{
+		{"not configured", nil, map[string]float64{}},
+		{"configured, none yet", &report.BackupCheck{Attention: "no backup"}, map[string]float64{"talosc_backup_ok": 0}},
+		{"fresh and verified", &report.BackupCheck{Name: "b", Time: at, AgeSeconds: 60, Verified: true}, map[string]float64{
+			"talosc_backup_ok": 1, "talosc_backup_age_seconds": 60, "talosc_backup_last_success_timestamp_seconds": 1_799_000_000,
+		}},
+		{"not verified", &report.BackupCheck{Name: "b", Time: at, AgeSeconds: 60, Attention: "its bundle does not match"}, map[string]float64{
+			"talosc_backup_ok": 0, "talosc_backup_age_seconds": 60,
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var b bytes.Buffer
+			if err := report.WriteMetrics(&b, &report.CheckReport{Cluster: "c", Backup: tc.backup}); err != nil {
+				t.Fatal(err)
+			}
+			got, err := reporttest.Parse(&b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, name := range []string{"talosc_backup_ok", "talosc_backup_age_seconds", "talosc_backup_last_success_timestamp_seconds"} {
+				v, has := got[reporttest.Key(name, "cluster", "c")]
+				want, wantHas := tc.want[name]
+				if has != wantHas || v != want {
+					t.Errorf("%s present %v value %v, want present %v value %v", name, has, v, wantHas, want)
+				}
 			}
 		})
 	}

@@ -36,6 +36,9 @@ type Findings struct {
 	// Pending is how many actions converge would take (the front door's
 	// plan section); nil when nothing planned.
 	Pending *int `json:"pending,omitempty"`
+	// Backup is the newest backup against backup.max_age; nil when
+	// cluster.yaml configures no backup.
+	Backup *BackupCheck `json:"backup,omitempty"`
 }
 
 // Item is one line of a check report.
@@ -111,6 +114,29 @@ type Orphan struct {
 	Status string `json:"status,omitempty"`
 }
 
+// BackupCheck is the newest backup of the cluster as check found it in
+// the backup target, from its record (no age identity is needed).
+type BackupCheck struct {
+	// Target is where backups are kept (a directory).
+	Target string `json:"target"`
+	// Name is the newest bundle's name; empty when there is none.
+	Name string `json:"name,omitempty"`
+	// Time is when it was taken (UTC).
+	Time time.Time `json:"time,omitzero"`
+	// AgeSeconds is how old it was at the check.
+	AgeSeconds int64 `json:"ageSeconds,omitempty"`
+	// MaxAgeSeconds is backup.max_age.
+	MaxAgeSeconds int64 `json:"maxAgeSeconds"`
+	// Revision and Keys are the snapshot's etcd revision and key count.
+	Revision int64 `json:"revision,omitempty"`
+	Keys     int64 `json:"keys,omitempty"`
+	// Verified is true when the stored bundle matches its record (size
+	// and sha256, read again by the check).
+	Verified bool `json:"verified"`
+	// Attention says what is wrong (missing, too old, not verified).
+	Attention string `json:"attention,omitempty"`
+}
+
 // CheckReport is what `kubectl talosc check -o json|yaml` prints.
 type CheckReport struct {
 	APIVersion string `json:"apiVersion"`
@@ -133,6 +159,8 @@ type CheckReport struct {
 	// Pending is how many actions converge would take; nil when check did
 	// not plan (it plans only when the provider credentials load).
 	Pending *int `json:"pending,omitempty"`
+	// Backup is the newest backup; nil when no backup is configured.
+	Backup *BackupCheck `json:"backup,omitempty"`
 	// Sections are every phase's and plugin's report as it wrote it.
 	Sections map[string]Section `json:"sections"`
 	// Order is the sections' run order.
