@@ -33,14 +33,25 @@ func (f *family) add(value float64, labels ...string) {
 // only when the search was done, a component's only when its releases were
 // read; talosc_check_incomplete says that something was not looked at.
 func WriteMetrics(w io.Writer, rep *CheckReport) error {
+	return writeFamilies(w, rep.Cluster, families(rep))
+}
+
+// WriteBackupMetrics writes only the backup's metrics of cluster (what
+// `kubectl talosc backup --textfile` writes): a textfile of its own, so
+// that check's and backup's never overwrite each other's series.
+func WriteBackupMetrics(w io.Writer, cluster string, b *BackupCheck) error {
+	return writeFamilies(w, cluster, backupFamilies(b))
+}
+
+func writeFamilies(w io.Writer, cluster string, fams []*family) error {
 	var b strings.Builder
-	for _, f := range families(rep) {
+	for _, f := range fams {
 		if len(f.samples) == 0 {
 			continue
 		}
 		fmt.Fprintf(&b, "# HELP %s%s %s\n# TYPE %s%s gauge\n", MetricPrefix, f.name, escapeHelp(f.help), MetricPrefix, f.name)
 		for _, s := range f.samples {
-			b.WriteString(MetricPrefix + f.name + "{cluster=\"" + escapeLabel(rep.Cluster) + "\"")
+			b.WriteString(MetricPrefix + f.name + "{cluster=\"" + escapeLabel(cluster) + "\"")
 			for i := 0; i+1 < len(s.labels); i += 2 {
 				b.WriteString("," + s.labels[i] + "=\"" + escapeLabel(s.labels[i+1]) + "\"")
 			}

@@ -140,19 +140,27 @@ func TestBackupMetrics(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			var b bytes.Buffer
-			if err := report.WriteMetrics(&b, &report.CheckReport{Cluster: "c", Backup: tc.backup}); err != nil {
+			var check, alone bytes.Buffer
+			if err := report.WriteMetrics(&check, &report.CheckReport{Cluster: "c", Backup: tc.backup}); err != nil {
 				t.Fatal(err)
 			}
-			got, err := reporttest.Parse(&b)
-			if err != nil {
+			if err := report.WriteBackupMetrics(&alone, "c", tc.backup); err != nil {
 				t.Fatal(err)
 			}
-			for _, name := range []string{"talosc_backup_ok", "talosc_backup_age_seconds", "talosc_backup_last_success_timestamp_seconds"} {
-				v, has := got[reporttest.Key(name, "cluster", "c")]
-				want, wantHas := tc.want[name]
-				if has != wantHas || v != want {
-					t.Errorf("%s present %v value %v, want present %v value %v", name, has, v, wantHas, want)
+			for _, b := range []*bytes.Buffer{&check, &alone} {
+				got, err := reporttest.Parse(b)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, name := range []string{"talosc_backup_ok", "talosc_backup_age_seconds", "talosc_backup_last_success_timestamp_seconds"} {
+					v, has := got[reporttest.Key(name, "cluster", "c")]
+					want, wantHas := tc.want[name]
+					if has != wantHas || v != want {
+						t.Errorf("%s present %v value %v, want present %v value %v", name, has, v, wantHas, want)
+					}
+				}
+				if b == &alone && len(got) != len(tc.want) {
+					t.Errorf("the backup's textfile has %d series, want only the backup's %d", len(got), len(tc.want))
 				}
 			}
 		})

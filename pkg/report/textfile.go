@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"fmt"
+	"io"
 
 	"github.com/talosc/talosc/pkg/atomicfile"
 )
@@ -12,8 +13,18 @@ import (
 // name does not end in .prom, so the collector skips it). A failure
 // leaves the previous file, or none, never a half one.
 func WriteTextfile(path string, rep *CheckReport) error {
+	return writeTextfile(path, func(w io.Writer) error { return WriteMetrics(w, rep) })
+}
+
+// WriteBackupTextfile writes the backup's metrics (WriteBackupMetrics) to
+// path as WriteTextfile writes check's.
+func WriteBackupTextfile(path, cluster string, b *BackupCheck) error {
+	return writeTextfile(path, func(w io.Writer) error { return WriteBackupMetrics(w, cluster, b) })
+}
+
+func writeTextfile(path string, write func(io.Writer) error) error {
 	var data bytes.Buffer
-	if err := WriteMetrics(&data, rep); err != nil {
+	if err := write(&data); err != nil {
 		return err
 	}
 	if err := atomicfile.Write(path, data.Bytes(), atomicfile.Options{Mode: 0o644, Replace: true}); err != nil {
