@@ -107,7 +107,7 @@ func TestBackup_Problems(t *testing.T) {
 	runProblemCases(t, []problemCase{
 		{"recipients required", with("  dir: b\n"), none, config.Problems{inCluster("backup.recipients", "backup.recipients is required: "+hint)}},
 		{"recipients empty", with("  recipients: []\n"), none, config.Problems{inCluster("backup.recipients", "backup.recipients is empty: "+hint)}},
-		{"recipients not a list", with("  recipients: "+r+"\n"), none, config.Problems{inCluster("backup.recipients", `backup.recipients must be a list, not the string "`+r[:40]+`..."`)}},
+		{"recipients not a list", with("  recipients: " + r + "\n"), none, config.Problems{inCluster("backup.recipients", `backup.recipients must be a list, not the string "`+r[:40]+`..."`)}},
 		{
 			"bad recipient", with("  recipients: [" + r + ", age1nope]\n"), none,
 			config.Problems{inCluster("backup.recipients[1]", `backup.recipients[1] "age1nope" is not an age X25519 recipient (age1..., as age-keygen -y prints)`)},
