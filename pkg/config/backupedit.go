@@ -31,7 +31,7 @@ type RecipientEdit struct {
 // before its includes), else cluster.yaml: the merged files never set the
 // list twice. The text is edited line by line, so comments, key order and
 // alignment stay as they were; the recipient goes first in an existing list,
-// and a new backup section goes at the end of the file.
+// and a new backup section goes at the end of the file, after a blank line.
 func AddBackupRecipient(dir, recipient string) (*RecipientEdit, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -126,7 +126,7 @@ func newTextEdit(data []byte) *textEdit {
 
 func (t *textEdit) addRecipient(top *yaml.Node, r string) error {
 	if top == nil {
-		return t.insert(len(t.lines), 0, "backup:", "  recipients:", "    - "+r)
+		return t.appendSection(0, r)
 	}
 	if top.Kind != yaml.MappingNode || top.Style&yaml.FlowStyle != 0 {
 		return errors.New("the file is not a block mapping of keys")
@@ -134,7 +134,7 @@ func (t *textEdit) addRecipient(top *yaml.Node, r string) error {
 	k, v := mapValue(top, "backup")
 	switch {
 	case k == nil:
-		return t.insert(len(t.lines), top.Content[0].Column-1, "backup:", "  recipients:", "    - "+r)
+		return t.appendSection(top.Content[0].Column-1, r)
 	case v.Tag == "!!null":
 		return t.underKey(k, v, "recipients:", "  - "+r)
 	case v.Kind != yaml.MappingNode:
@@ -167,6 +167,16 @@ func (t *textEdit) addToSection(v *yaml.Node, r string) error {
 	return t.insert(first.Line-1, len([]rune(string(line)[:dash])), "- "+r)
 }
 
+// appendSection appends a backup section listing r, after a blank line
+// when the file has any.
+func (t *textEdit) appendSection(indent int, r string) error {
+	lines := []string{"backup:", "  recipients:", "    - " + r}
+	if len(t.lines) > 0 {
+		lines = append([]string{""}, lines...)
+	}
+	return t.insert(len(t.lines), indent, lines...)
+}
+
 // mapValue finds key in mapping m.
 func mapValue(m *yaml.Node, key string) (k, v *yaml.Node) {
 	for i := 0; i+1 < len(m.Content); i += 2 {
@@ -188,7 +198,10 @@ func (t *textEdit) insert(at, indent int, lines ...string) error {
 	}
 	add := make([]string, len(lines))
 	for i, l := range lines {
-		add[i] = strings.Repeat(" ", indent) + l + t.nl
+		if l != "" {
+			l = strings.Repeat(" ", indent) + l
+		}
+		add[i] = l + t.nl
 	}
 	t.lines = append(t.lines[:at], append(add, t.lines[at:]...)...)
 	return nil

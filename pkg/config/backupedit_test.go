@@ -20,10 +20,10 @@ func TestAddBackupRecipient_Layouts(t *testing.T) {
 	t.Parallel()
 	const r = "age1new"
 	for _, tc := range []struct{ name, in, want string }{
-		{"no section", "name: x   # the name\n", "name: x   # the name\nbackup:\n  recipients:\n    - age1new\n"},
-		{"no final newline", "name: x", "name: x\nbackup:\n  recipients:\n    - age1new\n"},
-		{"only comments", "# nothing yet\n", "# nothing yet\nbackup:\n  recipients:\n    - age1new\n"},
-		{"crlf", "name: x\r\n", "name: x\r\nbackup:\r\n  recipients:\r\n    - age1new\r\n"},
+		{"no section", "name: x   # the name\n", "name: x   # the name\n\nbackup:\n  recipients:\n    - age1new\n"},
+		{"no final newline", "name: x", "name: x\n\nbackup:\n  recipients:\n    - age1new\n"},
+		{"only comments", "# nothing yet\n", "# nothing yet\n\nbackup:\n  recipients:\n    - age1new\n"},
+		{"crlf", "name: x\r\n", "name: x\r\n\r\nbackup:\r\n  recipients:\r\n    - age1new\r\n"},
 		{"empty section", "backup:\n  # keep: {}\nname: x\n", "backup:\n  recipients:\n    - age1new\n  # keep: {}\nname: x\n"},
 		{"explicit null", "backup: ~   # later\nname: x\n", "backup:    # later\n  recipients:\n    - age1new\nname: x\n"},
 		{"section without recipients", "backup:\n    dir: b    # here\nname: x\n", "backup:\n    recipients:\n      - age1new\n    dir: b    # here\nname: x\n"},
@@ -125,5 +125,15 @@ func TestAddBackupRecipient_ThroughSymlink(t *testing.T) {
 	real, _ := filepath.EvalSymlinks(filepath.Join(dir, "real", "cluster.yaml"))
 	if e.Path != real || e.Mode != 0o640 {
 		t.Errorf("path %s mode %04o, want %s 0640", e.Path, e.Mode, real)
+	}
+}
+
+// TestAddBackupRecipient_EmptyFile: an empty cluster.yaml gets the section
+// and no blank line before it.
+func TestAddBackupRecipient_EmptyFile(t *testing.T) {
+	t.Parallel()
+	e, err := config.AddBackupRecipient(writeDir(t, map[string]string{config.ClusterFile: ""}), "age1new")
+	if err != nil || string(e.Data) != "backup:\n  recipients:\n    - age1new\n" {
+		t.Fatalf("%v:\n%s", err, e.Data)
 	}
 }
