@@ -2,6 +2,7 @@ package talosc
 
 import (
 	"bytes"
+	"context"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -70,7 +71,8 @@ func snapshot(t *testing.T, dir string) map[string]string {
 
 // TestBackupInit: the identity is 0600 and Debian's age decrypts with it
 // what is encrypted to the recipient added to cluster.yaml; cluster.yaml
-// keeps every line it had and loads; the secret key is never printed.
+// keeps every line it had and loads; the secret key is never printed; the
+// scaffold's .gitignore needs nothing more.
 func TestBackupInit(t *testing.T) {
 	t.Parallel()
 	dir := scaffoldDir(t)
@@ -78,9 +80,13 @@ func TestBackupInit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ignoreBefore, _ := os.ReadFile(filepath.Join(dir, ".gitignore"))
 	code, stderr := runFrontDoor(t, dir, "backup", "init")
 	if code != 0 {
 		t.Fatalf("backup init: exit %d\n%s", code, stderr)
+	}
+	if ignore, _ := os.ReadFile(filepath.Join(dir, ".gitignore")); !bytes.Equal(ignore, ignoreBefore) {
+		t.Errorf("the scaffold's .gitignore (*.agekey, backups/) already covers both, yet it became:\n%s", ignore)
 	}
 	c, err := config.Load(dir, config.LoadOptions{})
 	if err != nil {
@@ -242,5 +248,35 @@ func TestBackupCommandGroup(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "init        Make the age identity") {
 		t.Errorf("help:\n%s", out)
+	}
+}
+
+func TestBackupInitCommandFlags(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		want BackupInitOptions
+		code int
+	}{
+		{args: nil, want: BackupInitOptions{}},
+		{args: []string{"--identity", "k/prod.agekey", "--dry-run"}, want: BackupInitOptions{Identity: "k/prod.agekey", DryRun: true}},
+		{args: []string{"extra"}, code: 2},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			t.Parallel()
+			var got *BackupInitOptions
+			cmd := newBackupInitCommand(&Globals{}, func(_ context.Context, o *BackupInitOptions) error { got = o; return nil })
+			code, stderr := execute(t, cmd, tc.args...)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d: %s", code, tc.code, stderr)
+			}
+			if tc.code != 0 {
+				return
+			}
+			got.Globals = nil
+			if d := cmp.Diff(tc.want, *got); d != "" {
+				t.Errorf("options (-want +got):\n%s", d)
+			}
+		})
 	}
 }
