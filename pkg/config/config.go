@@ -19,6 +19,10 @@ const (
 	PlaceholderSecret = "CHANGE-ME"
 )
 
+// BackupIdentityFile is the age identity kubectl talosc backup init writes
+// by default; it belongs off this machine, never in git.
+const BackupIdentityFile = "backup.agekey"
+
 // Provider names.
 const (
 	ProviderOpenStack = "openstack"

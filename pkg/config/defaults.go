@@ -7,6 +7,20 @@ const (
 	DefaultPlacementStrategy = "spread"
 )
 
+// Defaults of the backup section's optional keys.
+const (
+	// DefaultBackupDir is backup.dir: backups/ beside cluster.yaml (init
+	// puts it in .gitignore).
+	DefaultBackupDir = "backups"
+	// DefaultBackupMaxAge is backup.max_age: a daily backup with two hours
+	// of slack.
+	DefaultBackupMaxAge = "26h"
+	DefaultKeepHourly   = 24
+	DefaultKeepDaily    = 7
+	DefaultKeepWeekly   = 4
+	DefaultKeepMonthly  = 12
+)
+
 // defaults fills every key the files left unset. It runs before validation
 // so cross-key checks see effective values; a key that was set (even to a
 // refused value) is never overwritten.
@@ -31,6 +45,9 @@ func (v *validator) defaults() {
 	}
 	if ext := c.Network.External; ext != nil && !v.present("network.external.mtu") {
 		ext.MTU = DefaultMTU
+	}
+	if c.Backup != nil {
+		v.backupDefaults(c.Backup)
 	}
 	if c.Plugins == nil {
 		c.Plugins = map[string]any{}

@@ -48,7 +48,7 @@ func TestJSONSchema_Shape(t *testing.T) {
 	for k := range s.Props {
 		keys = append(keys, k)
 	}
-	want := []string{"controlplane", "include", "kubernetes", "metal", "name", "network", "openstack", "proxmox", "security", "tags", "tailscale", "talos", "workers"}
+	want := []string{"backup", "controlplane", "include", "kubernetes", "metal", "name", "network", "openstack", "proxmox", "security", "tags", "tailscale", "talos", "workers"}
 	if d := cmp.Diff(want, keys, cmpSorted()); d != "" {
 		t.Errorf("top-level properties (-want +got):\n%s", d)
 	}

@@ -33,6 +33,9 @@ type Cluster struct {
 	Security SecurityRules `yaml:"security,omitempty" jsonschema_description:"Named ingress allowlists: rule: {label: CIDR} or rule: {port: N, hosts: {label: CIDR}}."`
 	// Tailscale is non-nil when a tailscale section is present in any file.
 	Tailscale *Tailscale `yaml:"tailscale,omitempty" jsonschema_description:"Presence keeps the Tailscale extension; an auth_key makes nodes join the tailnet."`
+	// Backup is non-nil when a backup section is present in any file: etcd
+	// backups are configured.
+	Backup *Backup `yaml:"backup,omitempty" jsonschema_description:"Verified, age-encrypted etcd backups (kubectl talosc backup): recipients, dir, max_age, keep. Absent: no backups are configured."`
 
 	// Plugins holds the raw (JSON-compatible) value of each plugin section
 	// present in any merged file, keyed by section name.

@@ -112,6 +112,7 @@ func (v *validator) validate() {
 	v.sdn()
 	v.security()
 	v.tailscale()
+	v.backup()
 	if v.opts.NeedCredentials {
 		v.credentials(provider)
 	}

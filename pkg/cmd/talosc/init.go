@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -116,7 +117,7 @@ func (o *InitOptions) Run(ctx context.Context) error {
 			s.out.Info("%s exists; left as it is", p)
 		}
 	}
-	if err := s.updateGitignore(); err != nil {
+	if err := s.updateGitignore("init", false, scaffoldIgnores()...); err != nil {
 		return err
 	}
 	s.pluginInit(ctx, o.Name)
@@ -183,8 +184,20 @@ func createExclusive(path string, data []byte, mode fs.FileMode) (created bool, 
 	return true, nil
 }
 
-// updateGitignore appends the entries that are missing, and only those.
-func (s *session) updateGitignore() error {
+// scaffoldIgnores are the .gitignore entries init writes: the files that
+// must never be committed (credentials, the Talos identity, the clients'
+// configs, backup identities and the backups themselves).
+func scaffoldIgnores() []string {
+	return []string{
+		config.SecretsFile, config.TalosSecretsFile, config.TalosconfigFile, config.KubeconfigFile, ".metal/",
+		config.DefaultBackupDir + "/", "*" + filepath.Ext(config.BackupIdentityFile),
+	}
+}
+
+// updateGitignore appends the entries .gitignore does not cover yet, and
+// only those, under a comment naming the command (by); in a dry run it says
+// which it would add.
+func (s *session) updateGitignore(by string, dryRun bool, entries ...string) error {
 	p := filepath.Join(s.dir, ".gitignore")
 	existing, err := os.ReadFile(p)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -192,19 +205,23 @@ func (s *session) updateGitignore() error {
 	}
 	have := strings.Fields(string(existing))
 	var missing []string
-	for _, e := range []string{config.SecretsFile, config.TalosSecretsFile, config.TalosconfigFile, config.KubeconfigFile, ".metal/"} {
-		if !slices.Contains(have, e) && !slices.Contains(have, "/"+e) {
+	for _, e := range entries {
+		if !slices.ContainsFunc(have, func(line string) bool { return ignores(line, e) }) {
 			missing = append(missing, e)
 		}
 	}
 	if len(missing) == 0 {
 		return nil
 	}
+	if dryRun {
+		s.out.Action(true, "add %s to %s", strings.Join(missing, ", "), p)
+		return nil
+	}
 	var b bytes.Buffer
 	if len(existing) > 0 && !bytes.HasSuffix(existing, []byte("\n")) {
 		b.WriteByte('\n')
 	}
-	b.WriteString("# added by talosc init\n" + strings.Join(missing, "\n") + "\n")
+	b.WriteString("# added by talosc " + by + "\n" + strings.Join(missing, "\n") + "\n")
 	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", p, err)
@@ -218,6 +235,19 @@ func (s *session) updateGitignore() error {
 	}
 	s.out.Action(false, "added %s to %s", strings.Join(missing, ", "), p)
 	return nil
+}
+
+// ignores reports whether the .gitignore line covers entry: the same
+// name, anchored or not, with or without a directory's trailing slash, or a
+// glob that matches it (*.agekey).
+func ignores(line, entry string) bool {
+	norm := func(s string) string { return strings.TrimSuffix(strings.TrimPrefix(s, "/"), "/") }
+	l, e := norm(line), norm(entry)
+	if l == e {
+		return true
+	}
+	ok, err := path.Match(l, e)
+	return err == nil && ok
 }
 
 // pluginInit runs every installed plugin's init hook and appends the

@@ -1,0 +1,127 @@
+package config
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"filippo.io/age"
+)
+
+// minBackupMaxAge is the shortest backup.max_age: a shorter one would fail
+// check between any two backups a schedule can take.
+const minBackupMaxAge = time.Minute
+
+// backupDefaults fills the backup keys the files left unset.
+func (v *validator) backupDefaults(b *Backup) {
+	if !v.present("backup.dir") {
+		b.Dir = DefaultBackupDir
+	}
+	if !v.present("backup.max_age") {
+		b.MaxAge = DefaultBackupMaxAge
+	}
+	for _, k := range []struct {
+		key string
+		n   *int
+		def int
+	}{
+		{"hourly", &b.Keep.Hourly, DefaultKeepHourly},
+		{"daily", &b.Keep.Daily, DefaultKeepDaily},
+		{"weekly", &b.Keep.Weekly, DefaultKeepWeekly},
+		{"monthly", &b.Keep.Monthly, DefaultKeepMonthly},
+	} {
+		if !v.present("backup.keep." + k.key) {
+			*k.n = k.def
+		}
+	}
+}
+
+// backup checks the backup section.
+func (v *validator) backup() {
+	b := v.c.Backup
+	if b == nil {
+		return
+	}
+	v.recipients(b.Recipients)
+	if v.has("backup.dir") && strings.TrimSpace(b.Dir) == "" {
+		v.errf("backup.dir", "is empty; name a directory, or leave dir out for the default %s", DefaultBackupDir)
+	}
+	if v.has("backup.max_age") {
+		switch d, err := time.ParseDuration(b.MaxAge); {
+		case err != nil:
+			v.errf("backup.max_age", "%q is not a Go duration; write it as 26h, 90m or 1h30m", b.MaxAge)
+		case d < minBackupMaxAge:
+			v.errf("backup.max_age", "%s is shorter than a minute; set at least 1m", b.MaxAge)
+		}
+	}
+	v.keep(b.Keep)
+}
+
+// recipients checks backup.recipients: at least one, each an age X25519
+// recipient, none twice. A secret key pasted there is named as such and
+// never echoed.
+func (v *validator) recipients(list []string) {
+	const hint = "kubectl talosc backup init makes an identity and adds its recipient"
+	if !v.present("backup.recipients") {
+		if !v.failedAbove("backup.recipients") {
+			v.errf("backup.recipients", "is required: list at least one age public key (age1...); %s", hint)
+		}
+		return
+	}
+	if v.failed("backup.recipients") {
+		return
+	}
+	if len(list) == 0 {
+		v.errf("backup.recipients", "is empty: list at least one age public key (age1...); %s", hint)
+		return
+	}
+	for i, r := range list {
+		path := fmt.Sprintf("backup.recipients[%d]", i)
+		if v.failed(path) {
+			continue
+		}
+		if msg := recipientProblem(r); msg != "" {
+			v.errf(path, "%s", msg)
+		}
+	}
+	v.unique("backup.recipients", list)
+}
+
+// recipientProblem says what is wrong with one recipient, or "".
+func recipientProblem(r string) string {
+	switch t := strings.TrimSpace(r); {
+	case strings.HasPrefix(strings.ToUpper(t), "AGE-SECRET-KEY-"):
+		return "is an age secret key, not a recipient: put its public key here (age-keygen -y FILE prints it) " +
+			"and keep the secret key out of the configuration"
+	case strings.HasPrefix(t, "ssh-") || strings.HasPrefix(t, "ecdsa-"):
+		return "is an SSH key; only age X25519 recipients (age1...) are accepted"
+	}
+	if _, err := age.ParseX25519Recipient(r); err != nil {
+		return fmt.Sprintf("%q is not an age X25519 recipient (age1..., as age-keygen -y prints)", r)
+	}
+	return ""
+}
+
+// keep checks backup.keep: no negative count, and not all four 0.
+func (v *validator) keep(k BackupKeep) {
+	counts := []struct {
+		key string
+		n   int
+	}{{"hourly", k.Hourly}, {"daily", k.Daily}, {"weekly", k.Weekly}, {"monthly", k.Monthly}}
+	total, negative := 0, false
+	for _, c := range counts {
+		path := "backup.keep." + c.key
+		if v.failed(path) {
+			return
+		}
+		if c.n < 0 {
+			v.errf(path, "must be at least 0, not %d", c.n)
+			negative = true
+		}
+		total += c.n
+	}
+	if total == 0 && !negative {
+		v.errf("backup.keep", "keeps no bundle by hour, day, week or month (all four are 0, and 0 means none, not unlimited); "+
+			"to keep only the newest bundle set keep: {hourly: 1}")
+	}
+}
