@@ -6,6 +6,7 @@ toolchain go1.27.3
 
 require (
 	charm.land/lipgloss/v2 v2.1.0
+	filippo.io/age v1.3.2
 	github.com/charmbracelet/colorprofile v0.4.3
 	github.com/cosi-project/runtime v1.16.3
 	github.com/diskfs/go-diskfs v1.9.3
@@ -38,7 +39,6 @@ require (
 
 require (
 	cel.dev/expr v0.25.2 // indirect
-	filippo.io/age v1.3.2 // indirect
 	filippo.io/hpke v0.4.0 // indirect
 	github.com/ProtonMail/go-crypto v1.4.1 // indirect
 	github.com/ProtonMail/gopenpgp/v3 v3.4.1 // indirect

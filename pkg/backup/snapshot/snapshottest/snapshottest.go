@@ -67,7 +67,7 @@ func start(t testing.TB) *embed.Etcd {
 	for range 3 {
 		cfg := embed.NewConfig()
 		cfg.Dir = filepath.Join(t.TempDir(), "etcd")
-		cfg.LogLevel = "error"
+		cfg.LogLevel = "fatal" // Close logs every closed listener as an error
 		client, peer := freeURL(t), freeURL(t)
 		cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
 		cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
