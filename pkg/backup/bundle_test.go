@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -78,9 +79,7 @@ func TestSealOpenRoundTrip(t *testing.T) {
 		t.Errorf("Open's meta (-sealed +opened):\n%s", diff)
 	}
 	want := map[string][]byte{"snapshot.db": mustRead(t, b.Snapshot)}
-	for name, data := range b.Files {
-		want[name] = data
-	}
+	maps.Copy(want, b.Files)
 	for name, data := range want {
 		p := filepath.Join(dir, name)
 		if got := mustRead(t, p); !bytes.Equal(got, data) {

@@ -31,7 +31,7 @@ func (d dirTarget) Put(ctx context.Context, rec Record, bundle io.Reader) error 
 	if err := checkName(rec.Name); err != nil {
 		return err
 	}
-	if c, _, _ := clusterOf(rec.Name); c != rec.Meta.Cluster {
+	if c, _ := clusterOf(rec.Name); c != rec.Meta.Cluster {
 		return fmt.Errorf("backup %s: its record is of cluster %q", rec.Name, rec.Meta.Cluster)
 	}
 	if err := os.MkdirAll(d.path, 0o700); err != nil {
@@ -77,7 +77,7 @@ func (d dirTarget) List(ctx context.Context, cluster string) ([]Record, error) {
 	var recs []Record
 	for _, e := range entries {
 		name, ok := strings.CutSuffix(e.Name(), RecordExt)
-		if c, _, named := clusterOf(name); !ok || !named || c != cluster || !e.Type().IsRegular() {
+		if c, named := clusterOf(name); !ok || !named || c != cluster || !e.Type().IsRegular() {
 			continue
 		}
 		rec, err := d.readRecord(name, cluster)

@@ -64,23 +64,22 @@ func Verify(ctx context.Context, t Target, rec Record) error {
 	return nil
 }
 
-// clusterOf splits a bundle name made by Name into its cluster and time.
-func clusterOf(name string) (string, time.Time, bool) {
+// clusterOf returns the cluster of a bundle name made by Name.
+func clusterOf(name string) (string, bool) {
 	s, ok := strings.CutSuffix(name, Ext)
 	stamp := len(timeLayout) + 1
 	if !ok || len(s) <= stamp || s[len(s)-stamp] != '-' || strings.ContainsAny(s, `/\`) {
-		return "", time.Time{}, false
+		return "", false
 	}
-	t, err := time.Parse(timeLayout, s[len(s)-stamp+1:])
-	if err != nil {
-		return "", time.Time{}, false
+	if _, err := time.Parse(timeLayout, s[len(s)-stamp+1:]); err != nil {
+		return "", false
 	}
-	return s[:len(s)-stamp], t, true
+	return s[:len(s)-stamp], true
 }
 
 // checkName refuses a name Name could not have made.
 func checkName(name string) error {
-	if _, _, ok := clusterOf(name); !ok {
+	if _, ok := clusterOf(name); !ok {
 		return fmt.Errorf("backup name %q is not <cluster>-<YYYYMMDDTHHMMSSZ>%s", name, Ext)
 	}
 	return nil

@@ -20,11 +20,11 @@ import (
 
 // Take starts an embedded etcd in a temporary directory on free loopback
 // ports, puts keys, saves a snapshot through clientv3.Maintenance.Snapshot
-// to a file in t.TempDir() and returns its path. etcd is stopped before
+// to a file in tb.TempDir() and returns its path. etcd is stopped before
 // Take returns.
-func Take(t testing.TB, keys map[string]string) string {
-	t.Helper()
-	e := start(t)
+func Take(tb testing.TB, keys map[string]string) string {
+	tb.Helper()
+	e := start(tb)
 	defer e.Close()
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints:   []string{e.Clients[0].Addr().String()},
@@ -32,43 +32,43 @@ func Take(t testing.TB, keys map[string]string) string {
 		Logger:      zap.NewNop(),
 	})
 	if err != nil {
-		t.Fatalf("etcd client: %v", err)
+		tb.Fatalf("etcd client: %v", err)
 	}
 	defer func() { _ = cli.Close() }()
 	for k, v := range keys {
-		if _, err := cli.Put(t.Context(), k, v); err != nil {
-			t.Fatalf("put %s: %v", k, err)
+		if _, err := cli.Put(tb.Context(), k, v); err != nil {
+			tb.Fatalf("put %s: %v", k, err)
 		}
 	}
-	rc, err := cli.Snapshot(t.Context())
+	rc, err := cli.Snapshot(tb.Context())
 	if err != nil {
-		t.Fatalf("etcd snapshot: %v", err)
+		tb.Fatalf("etcd snapshot: %v", err)
 	}
 	defer func() { _ = rc.Close() }()
-	path := filepath.Join(t.TempDir(), "etcd.snapshot")
+	path := filepath.Join(tb.TempDir(), "etcd.snapshot")
 	f, err := os.Create(path)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	if _, err := io.Copy(f, rc); err != nil {
-		t.Fatalf("etcd snapshot stream: %v", err)
+		tb.Fatalf("etcd snapshot stream: %v", err)
 	}
 	if err := f.Close(); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	return path
 }
 
 // start runs a single-member etcd; a port taken between choosing and
 // binding it is retried on new ports.
-func start(t testing.TB) *embed.Etcd {
-	t.Helper()
+func start(tb testing.TB) *embed.Etcd {
+	tb.Helper()
 	var err error
 	for range 3 {
 		cfg := embed.NewConfig()
-		cfg.Dir = filepath.Join(t.TempDir(), "etcd")
+		cfg.Dir = filepath.Join(tb.TempDir(), "etcd")
 		cfg.LogLevel = "fatal" // Close logs every closed listener as an error
-		client, peer := freeURL(t), freeURL(t)
+		client, peer := freeURL(tb), freeURL(tb)
 		cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
 		cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
 		cfg.InitialCluster = cfg.Name + "=" + peer.String()
@@ -81,19 +81,19 @@ func start(t testing.TB) *embed.Etcd {
 			return e
 		case <-time.After(60 * time.Second):
 			e.Close()
-			t.Fatal("embedded etcd not ready after 60s")
+			tb.Fatal("embedded etcd not ready after 60s")
 		}
 	}
-	t.Fatalf("start embedded etcd: %v", err)
+	tb.Fatalf("start embedded etcd: %v", err)
 	return nil
 }
 
 // freeURL is an http URL on a loopback port free a moment ago.
-func freeURL(t testing.TB) url.URL {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+func freeURL(tb testing.TB) url.URL {
+	tb.Helper()
+	l, err := (&net.ListenConfig{}).Listen(tb.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	addr := l.Addr().String()
 	_ = l.Close()
