@@ -107,7 +107,7 @@ func TestOpenRefusesAChangedByteOrAWrongIdentity(t *testing.T) {
 	}{
 		{"a byte of the payload", "decrypt", changed(len(sealed) / 2), id},
 		{"a byte of the last chunk", "decrypt", changed(len(sealed) - 5), id},
-		{"a byte of the header's stanza", "no given age identity opens it", changed(40), id},
+		{"a byte of the header's stanza", "no given age identity opens it", swapped(sealed, bytes.Index(sealed, []byte("\n-> X25519 "))+1), id},
 		{"a byte of the header's MAC", "decrypt", changed(bytes.Index(sealed, []byte("\n--- ")) + 8), id},
 		{"truncated", "decrypt", sealed[:len(sealed)-100], id},
 		{"a wrong identity", "no given age identity opens it", sealed, identity(t)},
@@ -142,6 +142,19 @@ func TestSealRefusesAMetaThatDoesNotDescribeTheBundle(t *testing.T) {
 	}
 }
 
+// swapped changes the first character of the line after the one at i
+// (a stanza's base64 body) to another base64 character.
+func swapped(sealed []byte, i int) []byte {
+	c := bytes.Clone(sealed)
+	body := i + bytes.IndexByte(c[i:], '\n') + 1
+	if c[body] == 'A' {
+		c[body] = 'B'
+	} else {
+		c[body] = 'A'
+	}
+	return c
+}
+
 // entry is one tar entry of a crafted bundle.
 type entry struct {
 	name     string
@@ -159,6 +172,15 @@ func craft(t *testing.T, to age.Recipient, entries ...entry) []byte {
 	}
 	tw := tar.NewWriter(aw)
 	for _, e := range entries {
+		if e.name == "" { // raw bytes after the tar's end marker
+			if err := tw.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := aw.Write(e.data); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
 		h := &tar.Header{Name: e.name, Size: int64(len(e.data)), Mode: 0o600, Typeflag: e.typeflag}
 		if e.typeflag == tar.TypeSymlink {
 			h.Linkname, h.Size = "/etc/passwd", 0
@@ -217,6 +239,30 @@ func TestOpenRefusesACraftedBundle(t *testing.T) {
 		if _, err := os.Lstat(filepath.Join(dir, "..", "escaped")); err == nil {
 			t.Errorf("%s: a file was written outside dir", tc.name)
 		}
+	}
+}
+
+// TestOpenReadsPastTheTarsEnd: a tar padded to whole records (as tar(1)
+// writes them) ends in zeros after its end marker; a change there is a
+// changed byte too, and age finds it only when Open reads to the end.
+func TestOpenReadsPastTheTarsEnd(t *testing.T) {
+	t.Parallel()
+	id := identity(t)
+	b := fakeBundle(t)
+	meta := b.Meta
+	meta.Files = nil
+	metaJSON, err := json.Marshal(meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	padding := entry{name: "", data: make([]byte, 200<<10)}
+	sealed := craft(t, id.Recipient(), entry{name: "meta.json", data: metaJSON}, entry{name: "snapshot.db", data: mustRead(t, b.Snapshot)}, padding)
+	if _, err := backup.Open(bytes.NewReader(sealed), t.TempDir(), id); err != nil {
+		t.Fatalf("Open of a padded tar: %v", err)
+	}
+	sealed[len(sealed)-5] ^= 0x01
+	if _, err := backup.Open(bytes.NewReader(sealed), t.TempDir(), id); err == nil || !strings.Contains(err.Error(), "decrypt") {
+		t.Errorf("Open of a padded tar with a changed last byte = %v, want a decrypt error", err)
 	}
 }
 
