@@ -133,6 +133,7 @@ func TestSealRefusesAMetaThatDoesNotDescribeTheBundle(t *testing.T) {
 		{"a longer snapshot", "changed since it was verified", func(b *backup.Bundle) { b.Meta.SnapshotSize-- }},
 		{"a shorter snapshot", "changed since it was verified", func(b *backup.Bundle) { b.Meta.SnapshotSize++ }},
 		{"format", "format", func(b *backup.Bundle) { b.Meta.Format = 2 }},
+		{"no snapshot sha256", "must be set", func(b *backup.Bundle) { b.Meta.SnapshotSHA256 = "" }},
 	} {
 		b := fakeBundle(t)
 		tc.edit(&b)
@@ -216,6 +217,10 @@ func TestOpenRefusesACraftedBundle(t *testing.T) {
 		return entry{name: "meta.json", data: data}
 	}
 	snapshot := entry{name: "snapshot.db", data: snap}
+	format2 := metaWith()
+	format2.data = bytes.Replace(format2.data, []byte(`"format":1`), []byte(`"format":2`), 1)
+	huge := metaWith()
+	huge.data = append(bytes.Repeat([]byte(" "), 1<<20), huge.data...)
 	for _, tc := range []struct {
 		name, want string
 		entries    []entry
@@ -226,6 +231,8 @@ func TestOpenRefusesACraftedBundle(t *testing.T) {
 		{"an unknown part", "not a bundle part", []entry{metaWith(), snapshot, {name: "other", data: []byte("x")}}},
 		{"two snapshots", "not a bundle part", []entry{metaWith(), snapshot, snapshot}},
 		{"no meta.json", "meta.json is missing", []entry{snapshot}},
+		{"a later format", "format 2", []entry{format2, snapshot}},
+		{"a meta.json over 1 MiB", "decode meta.json", []entry{huge, snapshot}},
 		{"meta.json not first", "meta.json is missing", []entry{snapshot, metaWith()}},
 		{"no snapshot", "snapshot.db is missing", []entry{metaWith()}},
 		{"a listed file missing", "lists files", []entry{metaWith("cluster.yaml"), snapshot}},

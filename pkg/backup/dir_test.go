@@ -2,6 +2,7 @@ package backup_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -137,6 +138,58 @@ func TestDirListMarksARecordWithoutItsBundle(t *testing.T) {
 		t.Errorf("List with a broken record = %v, want an error naming it", err)
 	}
 }
+
+func TestDirListRefusesARenamedRecordAndSkipsDirectories(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	target := backup.Dir(dir)
+	put(t, target, record("prod", bundleTime), "bundle")
+	if err := os.Mkdir(filepath.Join(dir, backup.Name("prod", bundleTime.Add(time.Hour))+backup.RecordExt), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if recs, err := target.List(t.Context(), "prod"); err != nil || len(recs) != 1 {
+		t.Fatalf("List beside a directory named like a record = %v, %v; want the one record", names(recs), err)
+	}
+	renamed := backup.Name("prod", bundleTime.Add(-time.Hour)) + backup.RecordExt
+	if err := os.Rename(filepath.Join(dir, backup.Name("prod", bundleTime)+backup.RecordExt), filepath.Join(dir, renamed)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := target.List(t.Context(), "prod"); err == nil || !strings.Contains(err.Error(), "was renamed") {
+		t.Errorf("List with a renamed record = %v, want was renamed", err)
+	}
+}
+
+func TestDirPutLeavesNoBundleWithoutItsRecord(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	target := backup.Dir(dir)
+	rec := record("prod", bundleTime)
+	if err := os.WriteFile(filepath.Join(dir, rec.Name+backup.RecordExt), []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := target.Put(t.Context(), rec, strings.NewReader("bundle")); err == nil {
+		t.Fatal("Put replaced an existing record")
+	}
+	if _, err := os.Stat(filepath.Join(dir, rec.Name)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Put left its bundle without a record: %v", err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	canceling := io.MultiReader(strings.NewReader("first part"), readerFunc(func([]byte) (int, error) {
+		cancel()
+		return 0, nil
+	}), strings.NewReader("second part"))
+	rec = record("prod", bundleTime.Add(time.Hour))
+	if err := target.Put(ctx, rec, canceling); !errors.Is(err, context.Canceled) {
+		t.Errorf("Put canceled while reading = %v, want context.Canceled", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, rec.Name)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a canceled Put left its bundle: %v", err)
+	}
+}
+
+type readerFunc func([]byte) (int, error)
+
+func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
 
 func TestVerifyCatchesAChangedStoredBundle(t *testing.T) {
 	t.Parallel()

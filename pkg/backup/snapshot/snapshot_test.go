@@ -1,6 +1,7 @@
 package snapshot_test
 
 import (
+	"crypto/sha256"
 	"os"
 	"strings"
 	"testing"
@@ -25,6 +26,7 @@ func TestVerify(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := len(data)
+	emptySum := sha256.Sum256(nil)
 	flipped := append([]byte(nil), data...)
 	flipped[n/2] ^= 0x01
 	for _, tc := range []struct {
@@ -36,6 +38,7 @@ func TestVerify(t *testing.T) {
 		{"one byte flipped", "does not match", flipped},
 		{"no trailer", "no sha256 trailer", data[:n-32]},
 		{"empty", "no sha256 trailer", nil},
+		{"only a trailer", "no sha256 trailer", emptySum[:]},
 	} {
 		path := t.TempDir() + "/snap"
 		if err := os.WriteFile(path, tc.data, 0o600); err != nil {
