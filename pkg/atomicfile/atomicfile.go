@@ -4,8 +4,10 @@
 package atomicfile
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -30,6 +32,12 @@ type Options struct {
 // Write writes data to path: to a temporary file in the same directory,
 // fsynced, then moved into place and the directory fsynced.
 func Write(path string, data []byte, o Options) error {
+	return WriteFrom(path, bytes.NewReader(data), o)
+}
+
+// WriteFrom is Write for content read from r until EOF (a backup bundle,
+// too large to hold in memory); an error reading r leaves nothing at path.
+func WriteFrom(path string, r io.Reader, o Options) error {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
@@ -46,7 +54,7 @@ func Write(path string, data []byte, o Options) error {
 			_ = os.Remove(tmpName)
 		}
 	}()
-	if err := writeAndSync(tmp, data, o.Mode); err != nil {
+	if err := writeAndSync(tmp, r, o.Mode); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if o.BeforeCommit != nil {
@@ -62,12 +70,12 @@ func Write(path string, data []byte, o Options) error {
 	return nil
 }
 
-// writeAndSync sets the mode, writes data and flushes it.
-func writeAndSync(f *os.File, data []byte, mode fs.FileMode) error {
+// writeAndSync sets the mode, copies r into f and flushes it.
+func writeAndSync(f *os.File, r io.Reader, mode fs.FileMode) error {
 	if err := f.Chmod(mode); err != nil {
 		return err
 	}
-	if _, err := f.Write(data); err != nil {
+	if _, err := io.Copy(f, r); err != nil {
 		return err
 	}
 	if err := f.Sync(); err != nil {
