@@ -226,9 +226,12 @@ func (s *scriptLab) networks() (cluster, external string) {
 //	                             SIGKILL the group mid-call (lab_kill_test.go)
 //	lab wait-talos DIR NAME VERSION
 //	                             waits (2 min) until NAME runs VERSION
+//	lab configmap DIR NS/NAME    applies a ConfigMap through DIR's kubeconfig
+//	lab newest-backup DIR FILE   copies DIR's newest backup bundle to FILE
+//	                             (lab_backup_test.go)
 func cmdLab(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) == 0 || (neg && args[0] != "vm-config") {
-		ts.Fatalf("usage: lab up|follow|mark|argocd-objects|argocd-rancher-id|mutations|owned|count|images|vms|isos|wait|token|task|tasks|faults|rerun-once|real-owned|real-images|late-applied|unique-lines|sdn|vm-config|vm-pending|order|knob|volumes|etcd|etcd-members|kube-nodes|silence|fault|lose|inventory|lost|glance|rancher|rancher-clusters|rancher-bindings|rancher-delete|rancher-foreign|cordon|vips|extensions|kube-version|kubelet-versions|mirror-pods|talos-versions|wait-talos ...")
+		ts.Fatalf("usage: lab up|follow|mark|argocd-objects|argocd-rancher-id|mutations|owned|count|images|vms|isos|wait|token|task|tasks|faults|rerun-once|real-owned|real-images|late-applied|unique-lines|sdn|vm-config|vm-pending|order|knob|volumes|etcd|etcd-members|kube-nodes|silence|fault|lose|inventory|lost|glance|rancher|rancher-clusters|rancher-bindings|rancher-delete|rancher-foreign|cordon|vips|extensions|kube-version|kubelet-versions|mirror-pods|talos-versions|wait-talos|configmap|newest-backup ...")
 	}
 	s, _ := ts.Value(labKey{}).(*scriptLab)
 	switch args[0] {
@@ -364,6 +367,10 @@ func cmdLab(ts *testscript.TestScript, neg bool, args []string) {
 		s.killAt(ts, args[1:])
 	case "wait-talos":
 		s.waitTalos(ts, args[1:])
+	case "configmap":
+		configMap(ts, args[1:])
+	case "newest-backup":
+		newestBackup(ts, args[1:])
 	default:
 		ts.Fatalf("lab %s: unknown subcommand", args[0])
 	}

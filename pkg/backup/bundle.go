@@ -69,23 +69,6 @@ func Name(cluster string, t time.Time) string {
 	return cluster + "-" + t.UTC().Format(timeLayout) + Ext
 }
 
-// ParseRecipients parses age public keys (age1...) as cluster.yaml lists
-// them; the error names the bad one.
-func ParseRecipients(keys []string) ([]age.Recipient, error) {
-	if len(keys) == 0 {
-		return nil, errors.New("no age recipients: list at least one age public key (age1..., from age-keygen)")
-	}
-	rs := make([]age.Recipient, 0, len(keys))
-	for i, k := range keys {
-		r, err := age.ParseX25519Recipient(strings.TrimSpace(k))
-		if err != nil {
-			return nil, fmt.Errorf("age recipient %d (%q) is not an age public key (age1..., from age-keygen): %w", i+1, k, err)
-		}
-		rs = append(rs, r)
-	}
-	return rs, nil
-}
-
 // Seal writes b as a tar (meta.json, snapshot.db, files/<name>...)
 // encrypted with age to recipients. b.Meta must describe the bundle:
 // Format 1, Files the sorted names of b.Files, SnapshotSize and

@@ -289,26 +289,6 @@ func TestOpenRefusesToOverwrite(t *testing.T) {
 	}
 }
 
-func TestParseRecipients(t *testing.T) {
-	t.Parallel()
-	good := identity(t).Recipient().String()
-	if rs, err := backup.ParseRecipients([]string{good, " " + good + "\n"}); err != nil || len(rs) != 2 {
-		t.Fatalf("ParseRecipients = %d, %v; want 2 recipients", len(rs), err)
-	}
-	for _, tc := range []struct {
-		keys []string
-		want string
-	}{
-		{nil, "no age recipients"},
-		{[]string{good, "age1nope"}, `recipient 2 ("age1nope")`},
-		{[]string{"AGE-SECRET-KEY-1QQQ"}, "recipient 1"},
-	} {
-		if _, err := backup.ParseRecipients(tc.keys); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("ParseRecipients(%q) err = %v, want %q", tc.keys, err, tc.want)
-		}
-	}
-}
-
 func TestName(t *testing.T) {
 	t.Parallel()
 	local := time.FixedZone("CET", 3600)

@@ -30,6 +30,8 @@ type Options struct {
 	DryRun bool
 	// Reboot restarts nodes with pending sizing or NIC changes (plan and converge).
 	Reboot bool
+	// NoBackup skips the backup before a risky change (plan and converge).
+	NoBackup bool
 	// Confirmed are the removals a human confirmed (converge, validate).
 	Confirmed []string
 	// ExpiryWarning is how long before a certificate expires check warns.
@@ -82,8 +84,9 @@ cluster.yaml (in -C DIR) and the JSON state document of earlier phases on stdin
 		{ActionCheck, "Report what needs attention (needs no provider credentials)"},
 		{ActionDestroy, "Remove what the phase owns (needs --yes; the front door asks first)"},
 		{ActionValidate, "Validate the whole run before its first mutation: the head of the pipe (it changes nothing)"},
+		{ActionBackup, "Take a verified, age-encrypted etcd backup into the backup target (cluster.yaml's backup section), then prune by backup.keep"},
 	} {
-		if _, serves := p.(Validator); a.name == ActionValidate && !serves {
+		if !serves(p, a.name) {
 			continue
 		}
 		cmd := &cobra.Command{
@@ -99,6 +102,7 @@ cluster.yaml (in -C DIR) and the JSON state document of earlier phases on stdin
 		}
 		if a.name == ActionPlan || a.name == ActionConverge {
 			cmd.Flags().BoolVar(&o.Reboot, "reboot", false, "restart nodes with pending sizing or NIC changes, one at a time, control planes first")
+			cmd.Flags().BoolVar(&o.NoBackup, "no-backup", false, "do not take the backup (cluster.yaml's backup section) before the first change to etcd membership, a control plane's reboot or upgrade, or a Kubernetes upgrade")
 		}
 		if a.name == ActionCheck {
 			cmd.Flags().DurationVar(&o.ExpiryWarning, "expiry-warning", report.DefaultExpiryWarning, "warn when a certificate expires within this `DURATION`")
@@ -154,7 +158,7 @@ func (o *Options) Run(ctx context.Context, p Phase, action string) error {
 	if err != nil {
 		return cli.Usage(err)
 	}
-	in := &Input{Config: cfg, State: doc, DryRun: dryRun, Reboot: o.Reboot, Yes: o.Yes, Confirmed: o.Confirmed, ExpiryWarning: o.ExpiryWarning, Out: out, Env: env}
+	in := &Input{Config: cfg, State: doc, DryRun: dryRun, Reboot: o.Reboot, NoBackup: o.NoBackup, Yes: o.Yes, Confirmed: o.Confirmed, ExpiryWarning: o.ExpiryWarning, Out: out, Env: env}
 	runErr := settle(o.perform(ctx, p, action, in, &sec), in, &sec)
 	if !quiet {
 		say(out, p.Name(), action, sec)
@@ -241,6 +245,8 @@ func (o *Options) perform(ctx context.Context, p Phase, action string, in *Input
 		sec.Status = state.StatusSucceeded
 	case ActionCheck:
 		return check(ctx, p, in, sec)
+	case ActionBackup:
+		return takeBackup(ctx, p, in, sec)
 	default:
 		return cli.Usagef("unknown action %q", action)
 	}
@@ -259,6 +265,37 @@ func validate(ctx context.Context, p Phase, in *Input, sec *state.Section) error
 		return err
 	}
 	if err := sec.SetOutputs(fact); err != nil {
+		return err
+	}
+	sec.Status = state.StatusSucceeded
+	return nil
+}
+
+// serves reports whether p has action: validate and backup only a phase
+// that implements them.
+func serves(p Phase, action string) bool {
+	switch action {
+	case ActionValidate:
+		_, ok := p.(Validator)
+		return ok
+	case ActionBackup:
+		_, ok := p.(Backuper)
+		return ok
+	}
+	return true
+}
+
+// takeBackup runs p's backup and puts what it stored into sec.
+func takeBackup(ctx context.Context, p Phase, in *Input, sec *state.Section) error {
+	b, ok := p.(Backuper)
+	if !ok {
+		return cli.Usagef("%s takes no backup: run tc-nodes backup", plugin.Prefix+p.Name())
+	}
+	out, err := b.Backup(ctx, in)
+	if out != nil {
+		err = errors.Join(err, sec.SetOutputs(out))
+	}
+	if err != nil {
 		return err
 	}
 	sec.Status = state.StatusSucceeded

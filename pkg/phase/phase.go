@@ -27,6 +27,9 @@ const (
 	// and converge pipe (tc-nodes validate | tc-image converge | ...): a
 	// phase that serves it is a Validator.
 	ActionValidate = "validate"
+	// ActionBackup takes the cluster's verified, encrypted etcd backup: a
+	// phase that serves it is a Backuper.
+	ActionBackup = "backup"
 )
 
 // Builtin phase names, in converge order. Destroy runs them in reverse.
@@ -100,6 +103,9 @@ type Input struct {
 	DryRun bool
 	// Reboot asks for nodes with pending sizing or NIC changes to be restarted.
 	Reboot bool
+	// NoBackup skips the backup taken before a risky change (converge
+	// --no-backup).
+	NoBackup bool
 	// Yes confirms a scale-down (converge --yes), whatever it removes.
 	Yes bool
 	// Confirmed confirms a scale-down of exactly these nodes (converge
@@ -177,4 +183,13 @@ type Validator interface {
 	Phase
 	// Validate validates the run for in and returns its fact.
 	Validate(ctx context.Context, in *Input) (*Validated, error)
+}
+
+// Backuper is a phase that serves the cluster's backup as its "backup"
+// action: tc-nodes, which links what reading etcd through Talos needs.
+// Its outputs go into the phase's section.
+type Backuper interface {
+	Phase
+	// Backup takes, verifies, stores and prunes one backup.
+	Backup(ctx context.Context, in *Input) (any, error)
 }

@@ -9,6 +9,7 @@ package report
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/talosc/talosc/pkg/state"
@@ -135,6 +136,19 @@ type BackupCheck struct {
 	Verified bool `json:"verified"`
 	// Attention says what is wrong (missing, too old, not verified).
 	Attention string `json:"attention,omitempty"`
+}
+
+// Summary says in a line which backup is the newest, how old, and
+// whether its stored bundle matched its record.
+func (b *BackupCheck) Summary() string {
+	if b.Name == "" {
+		return "none"
+	}
+	verified := "verified"
+	if !b.Verified {
+		verified = "NOT verified"
+	}
+	return fmt.Sprintf("%s, %s old, etcd revision %d, %d keys, %s", b.Name, time.Duration(b.AgeSeconds)*time.Second, b.Revision, b.Keys, verified)
 }
 
 // CheckReport is what `kubectl talosc check -o json|yaml` prints.

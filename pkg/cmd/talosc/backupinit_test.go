@@ -36,7 +36,7 @@ func runFrontDoor(t *testing.T, dir string, args ...string) (int, string) {
 	s, _, out, errOut := genericiooptions.NewTestIOStreams()
 	g := &Globals{Streams: s, Host: Host{Environ: []string{"NO_COLOR=1"}}, Dir: dir}
 	root := &cobra.Command{Use: "kubectl-talosc"}
-	root.AddCommand(newInitCommand(g, nil), newBackupCommand(g))
+	root.AddCommand(newInitCommand(g, nil), newBackupCommand(g, nil))
 	code := cli.Run(root, args, s)
 	if out.Len() > 0 {
 		t.Errorf("stdout is not empty: %q", out)
@@ -239,15 +239,36 @@ func TestBackupInitRemovesTheIdentityWhenTheConfigCannotBeWritten(t *testing.T) 
 	}
 }
 
-// TestBackupCommandGroup: backup lists init in its help.
+// TestBackupCommandGroup: backup's help lists init; backup itself takes a
+// backup with its flags.
 func TestBackupCommandGroup(t *testing.T) {
 	t.Parallel()
 	s, _, out, _ := genericiooptions.NewTestIOStreams()
-	if code := cli.Run(NewRoot(s), []string{"backup"}, s); code != 0 {
+	if code := cli.Run(NewRoot(s), []string{"backup", "--help"}, s); code != 0 {
 		t.Fatalf("exit %d", code)
 	}
 	if !strings.Contains(out.String(), "init        Make the age identity") {
 		t.Errorf("help:\n%s", out)
+	}
+	for _, tc := range []struct {
+		args []string
+		want BackupOptions
+		code int
+	}{
+		{args: nil, want: BackupOptions{Output: "text"}},
+		{args: []string{"-o", "json", "--textfile", "b.prom", "-v"}, want: BackupOptions{Output: "json", Textfile: "b.prom", Verbose: true}},
+		{args: []string{"-o", "xml"}, code: 2},
+		{args: []string{"extra"}, code: 2},
+	} {
+		var got *BackupOptions
+		cmd := newBackupCommand(&Globals{}, func(_ context.Context, o *BackupOptions) error { got = o; return nil })
+		code, stderr := execute(t, cmd, tc.args...)
+		if code != tc.code {
+			t.Fatalf("%v: exit %d, want %d: %s", tc.args, code, tc.code, stderr)
+		}
+		if tc.code == 0 && (got.Output != tc.want.Output || got.Textfile != tc.want.Textfile || got.Verbose != tc.want.Verbose) {
+			t.Errorf("%v: options %+v, want %+v", tc.args, *got, tc.want)
+		}
 	}
 }
 

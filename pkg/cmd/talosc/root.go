@@ -38,7 +38,7 @@ then by plugins: any other tc-NAME executable on PATH.
 		newReportCommand(g, actionStatus, nil),
 		newReportCommand(g, actionCheck, nil),
 		newDestroyCommand(g, nil),
-		newBackupCommand(g),
+		newBackupCommand(g, nil),
 		newPluginCommand(g),
 		newSchemaCommand(g),
 	)

@@ -30,7 +30,9 @@ type RunOptions struct {
 	DryRun  bool
 	Yes     bool
 	Reboot  bool
-	Output  string
+	// NoBackup skips converge's backup before a risky change.
+	NoBackup bool
+	Output   string
 	// Detailed is plan's --detailed-exitcode.
 	Detailed bool
 	// Out is plan's --out: the file the plan is saved to.
@@ -52,6 +54,7 @@ func newRunCommand(g *Globals, action string, runF func(context.Context, *RunOpt
 	}
 	f := cmd.Flags()
 	f.BoolVar(&o.Reboot, "reboot", false, "restart nodes with pending sizing or NIC changes, one at a time, control planes first")
+	f.BoolVar(&o.NoBackup, "no-backup", false, "do not take the verified backup (cluster.yaml's backup section) before the first change to etcd membership, a control plane's reboot or upgrade, or a Kubernetes upgrade")
 	f.StringVarP(&o.Output, "output", "o", "text", "also print on stdout the plan document (plan) or the final state document (converge): text (none), json or yaml")
 	if action == actionPlan {
 		f.BoolVar(&o.Detailed, "detailed-exitcode", false, "exit 0 when there is nothing to do, 3 when changes are pending, 1 on an error or a plan that could not look everywhere")
@@ -140,6 +143,9 @@ func (s *session) runOnce(ctx context.Context, o *RunOptions, saved *planfile.Do
 	}
 	if o.Yes && !dryRun {
 		extra = append(extra, "--yes")
+	}
+	if o.NoBackup {
+		extra = append(extra, "--no-backup")
 	}
 	res, err := s.runPhases(ctx, o.Action, doc, extra...)
 	if err != nil {

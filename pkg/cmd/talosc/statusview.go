@@ -35,6 +35,9 @@ func printStatus(w io.Writer, p *ui.Printer, rep Report, cfg *config.Cluster, di
 	if ing := cmp.Or(net.Ingress.Advertised, addrOrEmpty(net.Ingress.VIP)); ing != "" {
 		fmt.Fprintf(w, "ingress:     %s\n", ing)
 	}
+	if b := nodes.Backup; b != nil {
+		fmt.Fprintf(w, "backup:      %s%s\n", b.Summary(), errSuffix(b.Attention))
+	}
 	fmt.Fprintln(w)
 	switch {
 	case !haveNodes:

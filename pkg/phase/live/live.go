@@ -9,6 +9,7 @@ package live
 
 import (
 	"context"
+	"os"
 	"time"
 
 	"github.com/cosi-project/runtime/pkg/state"
@@ -60,6 +61,7 @@ type Talos interface {
 	EtcdState(ctx context.Context, node string) (talosapi.EtcdState, error)
 	EtcdRemoveMember(ctx context.Context, node string, id uint64) error
 	EtcdForfeitLeadership(ctx context.Context, node string) error
+	EtcdSnapshot(ctx context.Context, node string, f *os.File) (int64, error)
 	Reset(ctx context.Context, node string, o talosapi.ResetOptions) error
 	Health(ctx context.Context, o talosapi.HealthOptions) error
 	Schematic(ctx context.Context, node string) (string, error)

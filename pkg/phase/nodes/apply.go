@@ -39,7 +39,7 @@ func (r *run) applyConfigs(ctx context.Context) error {
 	if err != nil || len(ops) == 0 {
 		return err
 	}
-	return r.executor().execute(ctx, policy{what: "applying the configuration of", barrier: barrier{before: restartingCP, between: true, afterLast: true}, after: r.refreshNodes}, ops)
+	return r.executor().execute(ctx, policy{what: "applying the configuration of", barrier: barrier{before: restartingCP, between: true, afterLast: true}, after: r.refreshNodes, guard: restarting(restartingCP)}, ops)
 }
 
 // applyOps are the apply of every drifted node (configDrift), and whether

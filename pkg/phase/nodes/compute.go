@@ -34,6 +34,11 @@ func (r *run) createMachines(ctx context.Context) error {
 	if len(missing) == 0 {
 		return nil
 	}
+	if i := slices.IndexFunc(missing, func(m config.Machine) bool { return m.Role == config.RoleControlPlane }); i >= 0 && r.upAtDiscover {
+		if err := r.backupFirst(ctx, "adding control plane", missing[i].Hostname); err != nil { // a new etcd member
+			return err
+		}
+	}
 	if !r.obs.hasEndpoint() {
 		pending := make([]state.Change, len(missing))
 		for i, m := range missing {

@@ -69,7 +69,7 @@ func (r *run) upgradeKubernetes(ctx context.Context) error {
 			ops = append(ops, op{host: t.Host, controlPlane: t.ControlPlane, actions: []action{{change: t.Change, fn: t.Do, then: t.Then}}})
 		}
 	}
-	if err := r.executor().execute(ctx, policy{what: "upgrading kubernetes", order: inOrder, prepare: k.readInput}, ops); err != nil {
+	if err := r.executor().execute(ctx, policy{what: "upgrading kubernetes", order: inOrder, prepare: k.readInput, guard: guardAll}, ops); err != nil {
 		if u.At.Number == 0 {
 			return err
 		}

@@ -34,6 +34,9 @@ type executor struct {
 	// healthy is the barrier: Talos's health of the control planes,
 	// counting those still leaving (waiter.controlPlanesHealthy).
 	healthy func(ctx context.Context, gone leaving) error
+	// safeguard takes the run's backup before its first risky change
+	// (once per run; backupfirst.go), what and first naming that change.
+	safeguard func(ctx context.Context, what, first string) error
 }
 
 // executor is the run's executor, on what the run knows now.
@@ -44,7 +47,8 @@ func (r *run) executor() executor {
 			p, _, _ := r.cfg.PoolOf(pool)
 			return p.MaxUnavailable()
 		},
-		healthy: func(ctx context.Context, gone leaving) error { return r.waiter().controlPlanesHealthy(ctx, gone) },
+		healthy:   func(ctx context.Context, gone leaving) error { return r.waiter().controlPlanesHealthy(ctx, gone) },
+		safeguard: r.backupFirst,
 	}
 }
 
@@ -134,6 +138,41 @@ type policy struct {
 	// after, if not nil, runs once every op is done, in a real run only:
 	// the view refreshed with what the rollout changed.
 	after func(ctx context.Context) error
+	// guard says which ops are risky enough that the run's backup is
+	// taken before the first of them.
+	guard guard
+}
+
+// guard is which ops of a rollout the backup before a risky change
+// (backup.recipients set, no --no-backup) must precede.
+type guard int
+
+const (
+	// guardNone: no backup first (the ops touch no control plane's etcd).
+	guardNone guard = iota
+	// guardControlPlanes: before the first control plane's op (a change
+	// of etcd membership, a control plane's reboot or upgrade).
+	guardControlPlanes
+	// guardAll: before the first op (a Kubernetes upgrade).
+	guardAll
+)
+
+// restarting guards the control planes when they restart.
+func restarting(restartingCP bool) guard {
+	if restartingCP {
+		return guardControlPlanes
+	}
+	return guardNone
+}
+
+// first is the first op g guards, if any.
+func (g guard) first(ops []op) (op, bool) {
+	for _, o := range ops {
+		if g == guardAll || g == guardControlPlanes && o.controlPlane {
+			return o, true
+		}
+	}
+	return op{}, false
 }
 
 // execute applies ops as p says: control planes one at a time, each
@@ -143,6 +182,11 @@ type policy struct {
 // touched. A dry run records every action in order, touches nothing and
 // waits for nothing. With no ops, only after runs.
 func (e executor) execute(ctx context.Context, p policy, ops []op) error {
+	if o, ok := p.guard.first(ops); ok && e.safeguard != nil {
+		if err := e.safeguard(ctx, p.what, o.host); err != nil {
+			return err
+		}
+	}
 	if len(ops) > 0 && e.real() {
 		if err := e.begin(ctx, p, ops[0].host); err != nil {
 			return err

@@ -24,6 +24,7 @@ import (
 	"errors"
 
 	"github.com/talosc/talosc/pkg/phase"
+	"github.com/talosc/talosc/pkg/phase/nodes/etcdbackup"
 	"github.com/talosc/talosc/pkg/phase/nodes/inspect"
 	"github.com/talosc/talosc/pkg/state"
 )
@@ -50,6 +51,13 @@ func (Phase) Converge(ctx context.Context, in *phase.Input, sec *state.Section) 
 	}
 	sec.Plan = append(sec.Plan, r.classified(r.plan.Changes())...)
 	return errors.Join(err, sec.SetOutputs(r.out))
+}
+
+var _ phase.Backuper = Phase{}
+
+// Backup takes the cluster's backup (etcdbackup.Run).
+func (Phase) Backup(ctx context.Context, in *phase.Input) (any, error) {
+	return etcdbackup.Run(ctx, in)
 }
 
 // Check compares the pinned versions with the newest releases and with the

@@ -46,7 +46,7 @@ func (r *run) reboot(ctx context.Context) error {
 			ops = append(ops, o)
 		}
 	}
-	return r.executor().execute(ctx, policy{what: "rebooting", order: workersOneByOne, barrier: barrier{between: true, afterLast: true}}, ops)
+	return r.executor().execute(ctx, policy{what: "rebooting", order: workersOneByOne, barrier: barrier{between: true, afterLast: true}, guard: guardControlPlanes}, ops)
 }
 
 // restartOp restarts one machine through the provider, then waits for its

@@ -63,6 +63,9 @@ type run struct {
 	moved bool
 	// move is the API endpoint's move, read once (movedEndpoint).
 	move *endpointMove
+	// backedUp: the backup before a risky change was taken (or planned)
+	// in this run (backupFirst).
+	backedUp bool
 }
 
 func newRun(in *phase.Input, cloud provider.Cloud) *run {

@@ -54,7 +54,7 @@ func (r *run) scaleDown(ctx context.Context) error {
 		r.out.Machines = r.obs.inv.Machines
 		return nil
 	}
-	return r.executor().execute(ctx, policy{what: "removing control plane", barrier: barrier{between: true, leaving: gone}, after: after}, ops)
+	return r.executor().execute(ctx, policy{what: "removing control plane", barrier: barrier{between: true, leaving: gone}, after: after, guard: guardControlPlanes}, ops)
 }
 
 // onlyConfirmed refuses removing a node the run's validation did not

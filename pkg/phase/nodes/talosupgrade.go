@@ -65,7 +65,7 @@ func (r *run) rollOutTalos(ctx context.Context, workers order) error {
 		return nil
 	}
 	register := func(ctx context.Context) error { return registerPlan(ctx, r.cfg) }
-	return r.executor().execute(ctx, policy{what: "upgrading", order: workers, prepare: register, barrier: barrier{before: true, between: true, afterLast: true}, after: after}, ops)
+	return r.executor().execute(ctx, policy{what: "upgrading", order: workers, prepare: register, barrier: barrier{before: true, between: true, afterLast: true}, after: after, guard: guardControlPlanes}, ops)
 }
 
 // reinstall catches the nodes that came up short of their pool's

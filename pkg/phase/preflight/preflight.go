@@ -70,6 +70,15 @@ func WithValidation(p phase.Phase) phase.Validator { return validating{p} }
 
 type validating struct{ phase.Phase }
 
+// Backup is the wrapped phase's backup (a phase.Backuper's).
+func (v validating) Backup(ctx context.Context, in *phase.Input) (any, error) {
+	b, ok := v.Phase.(phase.Backuper)
+	if !ok {
+		return nil, fmt.Errorf("the %s phase takes no backup", v.Name())
+	}
+	return b.Backup(ctx, in)
+}
+
 func (validating) Validate(ctx context.Context, in *phase.Input) (*phase.Validated, error) {
 	return Validate(ctx, in)
 }

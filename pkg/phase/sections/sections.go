@@ -10,6 +10,7 @@ import (
 	"github.com/talosc/talosc/pkg/kube/kubenode"
 	"github.com/talosc/talosc/pkg/phase"
 	"github.com/talosc/talosc/pkg/provider"
+	"github.com/talosc/talosc/pkg/report"
 	"github.com/talosc/talosc/pkg/state"
 )
 
@@ -63,6 +64,9 @@ type Nodes struct {
 	// owned machines, the nodes' versions and states): a saved plan is
 	// applied only while a fresh plan observes the same.
 	Observed string `json:"observed,omitempty"`
+	// Backup is the newest backup (status); nil when cluster.yaml
+	// configures none.
+	Backup *report.BackupCheck `json:"backup,omitempty"`
 }
 
 // NetworkSpec is what the net phase reconciles for cfg.

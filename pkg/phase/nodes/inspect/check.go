@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/talosc/talosc/pkg/backup"
 	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/kube"
 	"github.com/talosc/talosc/pkg/phase"
@@ -46,6 +47,10 @@ func Check(ctx context.Context, in *phase.Input) (phase.Report, error) {
 		rep.Items = append(rep.Items, f)
 	}
 	rep.certificates(cfg, time.Now(), in.ExpiryWarning)
+	if b := backup.Check(ctx, cfg, time.Now()); b != nil {
+		rep.Backup = b
+		rep.Items = append(rep.Items, backupFinding(b, cfg.Dir))
+	}
 	rep.orphans(ctx, in)
 	path, ok := phase.ClientFile(cfg, config.KubeconfigFile)
 	if !ok {

@@ -1,0 +1,46 @@
+package backup
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/talosc/talosc/pkg/config"
+	"github.com/talosc/talosc/pkg/report"
+)
+
+// Check is the newest backup of cfg's cluster in its target against
+// backup.max_age, as check, status and backup's textfile report it; nil
+// when cluster.yaml configures no backup. It reads the records (no age
+// identity needed) and the newest bundle again, to prove it matches its
+// record. A target that cannot be read, no backup, a bundle that does not
+// match, and one older than backup.max_age each need attention.
+func Check(ctx context.Context, cfg *config.Cluster, now time.Time) *report.BackupCheck {
+	if cfg.Backup == nil {
+		return nil
+	}
+	maxAge := cfg.Backup.MaxAgeDuration()
+	t := Dir(cfg.BackupDir())
+	b := &report.BackupCheck{Target: t.String(), MaxAgeSeconds: int64(maxAge / time.Second)}
+	recs, err := t.List(ctx, cfg.Name)
+	switch {
+	case err != nil:
+		b.Attention = fmt.Sprintf("the backup target cannot be read: %v", err)
+		return b
+	case len(recs) == 0:
+		b.Attention = "no backup yet"
+		return b
+	}
+	r := recs[0]
+	age := now.Sub(r.Meta.Time)
+	b.Name, b.Time, b.AgeSeconds, b.Revision, b.Keys = r.Name, r.Meta.Time, int64(age/time.Second), r.Meta.Revision, r.Meta.Keys
+	if err := Verify(ctx, t, r); err != nil {
+		b.Attention = fmt.Sprintf("the newest backup does not match its record: %v", err)
+		return b
+	}
+	b.Verified = true
+	if age > maxAge {
+		b.Attention = fmt.Sprintf("the newest backup is %s old, older than backup.max_age (%s)", age.Round(time.Minute), maxAge)
+	}
+	return b
+}
