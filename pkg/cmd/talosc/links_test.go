@@ -7,11 +7,15 @@ import (
 )
 
 // heavy are the libraries only the phase binaries link: Talos machinery
-// (the config generator, cel-go) and the cloud SDKs.
+// (the config generator, cel-go), the cloud SDKs, and etcd's server code
+// (a backup's verification, tc-nodes only).
 var heavy = []string{
 	"github.com/siderolabs/talos/pkg/machinery",
 	"github.com/gophercloud/",
 	"github.com/luthermonson/go-proxmox",
+	"go.etcd.io/etcd/server/",
+	"go.etcd.io/etcd/etcdutl/",
+	"go.etcd.io/bbolt",
 }
 
 // The front door and the plugins link neither Talos machinery nor a cloud
