@@ -119,6 +119,8 @@ func methodRoles(method string) role.Set {
 	case "/machine.MachineService/ApplyConfiguration":
 		// readers only in maintenance mode, checked by the handler
 		return role.MakeSet(role.Admin, role.Reader)
+	case "/machine.MachineService/EtcdSnapshot":
+		return role.MakeSet(role.Admin, role.Operator, role.EtcdBackup)
 	case "/machine.MachineService/Reboot", "/machine.MachineService/Shutdown",
 		"/machine.MachineService/ImagePull", "/machine.ImageService/Pull":
 		return role.MakeSet(role.Admin, role.Operator)
