@@ -15,6 +15,7 @@ import (
 // that holds what the apiserver stores (a ConfigMap created through the
 // API is under its /registry key there).
 func checkEtcdEndpoint(t *testing.T, srv *Server, cs kubernetes.Interface) {
+	t.Helper()
 	ctx := t.Context()
 	u, err := url.Parse(srv.EtcdEndpoint())
 	if err != nil || u.Scheme != "http" || u.Hostname() != apiVIP || u.Port() == "" {
