@@ -50,7 +50,8 @@
 //     member runs, quorum or not: a real snapshot, sha256 trailer
 //     included, of the cluster's real etcd, the one its lab
 //     kube-apiserver stores in, Options.EtcdEndpoint; elsewhere Talos's
-//     refusals), Reset (asynchronous: a graceful control-plane
+//     refusals), EtcdStatus (that etcd's sizes, indexes and version, the
+//     simulated member's id and leader), Reset (asynchronous: a graceful control-plane
 //     reset leaves etcd first, a failure aborts it; then the node is wiped
 //     and halts or reboots into maintenance), Upgrade (etcd pre-checks on
 //     control planes, install, reboot into the new version and schematic;

@@ -12,6 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/talosc/talosc/pkg/lab/labnet"
 )
@@ -44,7 +45,7 @@ func (s *machineServer) EtcdSnapshot(_ *machine.EtcdSnapshotRequest, srv machine
 	}
 	ctx, cancel := context.WithCancel(srv.Context())
 	defer cancel()
-	cli, err := n.localEtcd(ctx)
+	cli, _, err := n.localEtcd(ctx)
 	if err != nil {
 		return fmt.Errorf("failed to create etcd client: %w", err)
 	}
@@ -72,39 +73,42 @@ func (s *machineServer) EtcdSnapshot(_ *machine.EtcdSnapshotRequest, srv machine
 var errEtcdDial = fmt.Errorf("error building etcd client: %w", context.DeadlineExceeded)
 
 // localEtcd is Talos's etcd.NewLocalClient: a client of the node's own
-// etcd, waiting up to Timing.EtcdDial for it to run (a blocking dial). The
-// lab's etcd is the cluster's real one, reached only on loopback.
-func (n *Node) localEtcd(ctx context.Context) (*clientv3.Client, error) {
+// etcd, waiting up to Timing.EtcdDial for it to run (a blocking dial), and
+// the simulated member's id. The lab's etcd is the cluster's real one,
+// reached only on loopback.
+func (n *Node) localEtcd(ctx context.Context) (*clientv3.Client, uint64, error) {
 	deadline := time.NewTimer(n.fleet.timing.EtcdDial)
 	defer deadline.Stop()
 	tick := time.NewTicker(25 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if ep := n.etcdEndpoint(); ep != "" {
-			return newEtcdClient(ctx, ep)
+		if ep, id := n.etcdEndpoint(); ep != "" {
+			cli, err := newEtcdClient(ctx, ep)
+			return cli, id, err
 		}
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("error building etcd client: %w", ctx.Err())
+			return nil, 0, fmt.Errorf("error building etcd client: %w", ctx.Err())
 		case <-deadline.C:
-			return nil, errEtcdDial
+			return nil, 0, errEtcdDial
 		case <-tick.C:
 		}
 	}
 }
 
 // etcdEndpoint is the real etcd's URL while the node's etcd member runs
-// (started, on this running control plane, still a member), else "".
-func (n *Node) etcdEndpoint() string {
+// (started, on this running control plane, still a member), with the
+// member's id; else "".
+func (n *Node) etcdEndpoint() (string, uint64) {
 	f := n.fleet
 	f.mu.Lock()
 	m, c := n.etcdMember, n.cluster
 	serving := m != nil && c != nil && m.up() && c.etcd.member(m.id) == m
 	f.mu.Unlock()
 	if !serving || f.opts.EtcdEndpoint == nil {
-		return ""
+		return "", 0
 	}
-	return f.opts.EtcdEndpoint(c)
+	return f.opts.EtcdEndpoint(c), m.id
 }
 
 // newEtcdClient is a client of the etcd at endpoint, refusing anything but
@@ -131,4 +135,42 @@ func newEtcdClient(ctx context.Context, endpoint string) (*clientv3.Client, erro
 		return nil, fmt.Errorf("error building etcd client: %w", err)
 	}
 	return cli, nil
+}
+
+// EtcdStatus is etcd's Status of the node's member, from the cluster's
+// real etcd (database size and size in use, raft term and indexes,
+// version, storage version, alarms) with the simulated member's id, its
+// learner flag and the simulated leader (0 without quorum). It is refused
+// and fails where EtcdSnapshot is and does.
+func (s *machineServer) EtcdStatus(ctx context.Context, _ *emptypb.Empty) (*machine.EtcdStatusResponse, error) {
+	n := s.node
+	if _, err := n.requireControlPlane("etcd status"); err != nil {
+		return nil, err
+	}
+	cli, id, err := n.localEtcd(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("failed to create etcd client: %w", err)
+	}
+	defer cli.Close()
+	resp, err := cli.Status(ctx, cli.Endpoints()[0])
+	if err != nil {
+		return nil, fmt.Errorf("failed to query etcd status: %w", err)
+	}
+	st := &machine.EtcdMemberStatus{
+		MemberId: id, ProtocolVersion: resp.Version, StorageVersion: resp.StorageVersion,
+		DbSize: resp.DbSize, DbSizeInUse: resp.DbSizeInUse,
+		RaftIndex: resp.RaftIndex, RaftTerm: resp.RaftTerm, RaftAppliedIndex: resp.RaftAppliedIndex,
+		Errors: resp.Errors,
+	}
+	f := n.fleet
+	f.mu.Lock()
+	if c := n.cluster; c != nil {
+		c.etcd.elect()
+		st.Leader = c.etcd.leader
+		if m := c.etcd.member(id); m != nil {
+			st.IsLearner = m.learner
+		}
+	}
+	f.mu.Unlock()
+	return &machine.EtcdStatusResponse{Messages: []*machine.EtcdStatus{{MemberStatus: st}}}, nil
 }

@@ -3,11 +3,13 @@ package talosnode_test
 import (
 	"context"
 	"io"
+	"maps"
 	"net"
 	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -26,13 +28,14 @@ import (
 	"github.com/talosc/talosc/pkg/lab/talosnode/talosnodetest"
 )
 
-// TestEtcdSnapshot: a running control plane streams the real etcd the lab
-// hands it (Options.EtcdEndpoint), its sha256 trailer included, also
-// through another node's apid and to os:etcd:backup, also without quorum
-// (etcd serves Snapshot without a leader); a worker, a reader, a stopped
-// node and a node that left etcd are refused as Talos refuses them; the
-// lab's faults apply to it as to a read, never late.
-func TestEtcdSnapshot(t *testing.T) {
+// TestEtcdSnapshotAndStatus: a running control plane streams the real
+// etcd the lab hands it (Options.EtcdEndpoint), its sha256 trailer
+// included, also through another node's apid and to os:etcd:backup, also
+// without quorum (etcd serves Snapshot without a leader), and reports its
+// member's status from it; a worker, a reader, a stopped node and a node
+// that left etcd are refused as Talos refuses them; the lab's faults apply
+// to a snapshot as to a read, never late.
+func TestEtcdSnapshotAndStatus(t *testing.T) {
 	t.Parallel()
 	fx := newFixture(t, talos114)
 	endpoint := startEtcd(t, fx.vip)
@@ -54,6 +57,12 @@ func TestEtcdSnapshot(t *testing.T) {
 		t.Fatalf("snapshot as os:etcd:backup: keys %v", snap.Keys)
 	}
 
+	ids, err := members(t, c1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkEtcdStatus(t, l.clientAs(cp(1), role.EtcdBackup), ids[cp(1)], ids)
+
 	for _, tc := range []struct {
 		what string
 		c    *client.Client
@@ -66,6 +75,11 @@ func TestEtcdSnapshot(t *testing.T) {
 		if err := snapshotErr(tc.c, ctx(t, 2*time.Second)); status.Code(err) != tc.code || !contains(err, tc.msg) {
 			t.Errorf("snapshot from %s: %v, want %s %q", tc.what, err, tc.code, tc.msg)
 		}
+		if tc.code == codes.Unimplemented {
+			if _, err := tc.c.EtcdStatus(ctx(t, 2*time.Second)); status.Code(err) != tc.code || !contains(err, "etcd status is only available on control plane nodes") {
+				t.Errorf("status from %s: %v, want %s", tc.what, err, tc.code)
+			}
+		}
 	}
 
 	checkSnapshotFaults(t, l, inj, c1)
@@ -76,12 +90,15 @@ func TestEtcdSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	err := snapshotErr(c3, ctx(t, 5*time.Second))
+	err = snapshotErr(c3, ctx(t, 5*time.Second))
 	if status.Code(err) != codes.DeadlineExceeded || !contains(err, "failed to create etcd client: error building etcd client: context deadline exceeded") {
 		t.Fatalf("snapshot from a node that left etcd: %v", err)
 	}
 	if took := time.Since(start); took < fastTiming().EtcdDial {
 		t.Errorf("the local etcd client gave up after %s, before its dial timeout %s", took, fastTiming().EtcdDial)
+	}
+	if _, err := c3.EtcdStatus(ctx(t, 5*time.Second)); status.Code(err) != codes.DeadlineExceeded || !contains(err, "failed to create etcd client") {
+		t.Fatalf("status from a node that left etcd: %v", err)
 	}
 
 	// cp-02 off: cp-01 alone of two voters has no quorum, yet serves its data.
@@ -92,8 +109,30 @@ func TestEtcdSnapshot(t *testing.T) {
 	if snap := snapshot(t, c1, ctx(t, 10*time.Second)); !snap.Keys["/lab/marker"] {
 		t.Fatalf("snapshot without quorum: keys %v", snap.Keys)
 	}
+	checkEtcdStatus(t, c1, ids[cp(1)], nil)
 	if err := snapshotErr(c1, client.WithNode(ctx(t, 2*time.Second), fx.addrs[cp(2)].String())); status.Code(err) != codes.Unavailable {
 		t.Fatalf("snapshot of a stopped node: %v, want Unavailable", err)
+	}
+}
+
+// checkEtcdStatus: the member's status has its id, the real etcd's
+// database size and indexes, and a leader among leaders (none when nil).
+func checkEtcdStatus(t *testing.T, c *client.Client, id uint64, leaders map[string]uint64) {
+	t.Helper()
+	resp, err := c.EtcdStatus(ctx(t, 5*time.Second))
+	if err != nil {
+		t.Fatalf("etcd status: %v", err)
+	}
+	st := resp.GetMessages()[0].GetMemberStatus()
+	if st.GetMemberId() != id || st.GetDbSize() <= 0 || st.GetDbSizeInUse() <= 0 || st.GetRaftIndex() == 0 || st.GetProtocolVersion() == "" {
+		t.Errorf("etcd status %v: want member %d and the real etcd's size, index and version", st, id)
+	}
+	ok := st.GetLeader() == 0
+	if leaders != nil {
+		ok = slices.Contains(slices.Collect(maps.Values(leaders)), st.GetLeader())
+	}
+	if !ok {
+		t.Errorf("etcd status: leader %d, want one of %v (none when empty)", st.GetLeader(), leaders)
 	}
 }
 

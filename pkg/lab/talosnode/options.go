@@ -38,7 +38,7 @@ type Timing struct {
 	HealthPoll time.Duration
 	// EtcdDial is how long a control plane's local etcd client waits for
 	// its etcd (Talos's blocking dial of localhost:2379, 5 s) before
-	// EtcdSnapshot fails on a node whose etcd does not run.
+	// EtcdSnapshot and EtcdStatus fail on a node whose etcd does not run.
 	EtcdDial time.Duration
 }
 
@@ -289,7 +289,8 @@ type Options struct {
 	// the lab's kube-apiserver of that cluster stores in
 	// ("http://127.x.y.z:port"), or "" while it has none: a control plane
 	// whose simulated etcd member runs answers EtcdSnapshot with that
-	// etcd's snapshot. nil: no cluster has one (EtcdSnapshot fails as on a
-	// node whose etcd does not run). Called without the fleet's lock.
+	// etcd's snapshot and EtcdStatus with its status. nil: no cluster has
+	// one (both fail as on a node whose etcd does not run). Called without
+	// the fleet's lock.
 	EtcdEndpoint func(*Cluster) string
 }
