@@ -14,8 +14,9 @@
 //
 // Port 0 in -listen picks a free port. The embedded etcd listens on two free
 // ports of the same address. Once /readyz answers "ok", the ready file (by
-// default DIR/ready) is written with a JSON object holding the address and
-// the process id. SIGTERM or SIGINT shuts the server down.
+// default DIR/ready) is written with a JSON object holding the address, the
+// process id and the etcd the apiserver stores in (the embedded one's client
+// URL, or -etcd-servers as given). SIGTERM or SIGINT shuts the server down.
 //
 // This module is not part of the talosc module: importing k8s.io/kubernetes
 // needs the replace block in go.mod, which would pin talosc's own client-go.
@@ -228,8 +229,9 @@ func serve(o options, stderr io.Writer) (int, error) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	ready := readyInfo{Address: listen, PID: os.Getpid(), Etcd: o.etcdServers}
 	go func() {
-		if err := waitReady(ctx, listen, pin, o.readyFile, o.readyTimeout); err != nil {
+		if err := waitReady(ctx, ready, pin, o.readyFile, o.readyTimeout); err != nil {
 			fmt.Fprintln(stderr, "kube-apiserver:", err)
 			os.Exit(1) // the apiserver owns the main goroutine; nothing else stops it
 		}
@@ -327,11 +329,15 @@ func firstCert(path string) ([]byte, error) {
 type readyInfo struct {
 	Address string `json:"address"`
 	PID     int    `json:"pid"`
+	// Etcd is the --etcd-servers the apiserver was given: the embedded
+	// etcd's client URL (http://IP:port), or -etcd-servers.
+	Etcd string `json:"etcd"`
 }
 
 // waitReady polls /readyz anonymously (the system:public-info-viewer role
 // allows it) and writes the ready file once it answers "ok".
-func waitReady(ctx context.Context, listen string, pin []byte, readyFile string, timeout time.Duration) error {
+func waitReady(ctx context.Context, ready readyInfo, pin []byte, readyFile string, timeout time.Duration) error {
+	listen := ready.Address
 	tr := &http.Transport{TLSClientConfig: &tls.Config{
 		InsecureSkipVerify: true, // the serving certificate is pinned below
 		VerifyConnection: func(cs tls.ConnectionState) error {
@@ -354,7 +360,7 @@ func waitReady(ctx context.Context, listen string, pin []byte, readyFile string,
 			body, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK && string(body) == "ok" {
-				return writeReady(readyFile, listen, time.Since(start))
+				return writeReady(readyFile, ready, time.Since(start))
 			}
 		}
 		select {
@@ -367,8 +373,8 @@ func waitReady(ctx context.Context, listen string, pin []byte, readyFile string,
 	}
 }
 
-func writeReady(path, listen string, took time.Duration) error {
-	b, err := json.Marshal(readyInfo{Address: listen, PID: os.Getpid()})
+func writeReady(path string, ready readyInfo, took time.Duration) error {
+	b, err := json.Marshal(ready)
 	if err != nil {
 		return err
 	}
@@ -379,6 +385,6 @@ func writeReady(path, listen string, took time.Duration) error {
 	if err := os.Rename(tmp, path); err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "kube-apiserver: ready on https://%s after %s\n", listen, took.Round(time.Millisecond))
+	fmt.Fprintf(os.Stderr, "kube-apiserver: ready on https://%s (etcd %s) after %s\n", ready.Address, ready.Etcd, took.Round(time.Millisecond))
 	return nil
 }

@@ -193,21 +193,23 @@ func (l *Lab) start(o Options) error {
 
 // startNodes builds the Talos fleet, its clusters' API VIPs and their
 // Kubernetes, which are wired in a loop: the fleet calls the Kubernetes
-// (OnBootstrap, KubeAPI, OnEvent), built from the fleet and the VIPs after
-// it, only once a node boots, which no cloud has asked for yet.
+// (OnBootstrap, KubeAPI, OnEvent, EtcdEndpoint), built from the fleet and
+// the VIPs after it, only once a node boots, which no cloud has asked for
+// yet.
 func (l *Lab) startNodes(o Options) {
 	timing := talosnode.DefaultTiming()
 	if o.NodesBoot > 0 {
 		timing.Boot = o.NodesBoot
 	}
 	l.fleet = talosnode.New(talosnode.Options{
-		Recorder:    l.rec,
-		Injector:    l.inj,
-		Timing:      timing,
-		Schematics:  l.schematic,
-		OnBootstrap: func(info talosnode.BootstrapInfo) { l.kube.OnBootstrap(info) },
-		OnEvent:     l.onNodeEvent,
-		KubeAPI:     func(c *talosnode.Cluster) talosnode.KubeAPI { return l.kube.HealthAPI(c) },
+		Recorder:     l.rec,
+		Injector:     l.inj,
+		Timing:       timing,
+		Schematics:   l.schematic,
+		OnBootstrap:  func(info talosnode.BootstrapInfo) { l.kube.OnBootstrap(info) },
+		OnEvent:      l.onNodeEvent,
+		KubeAPI:      func(c *talosnode.Cluster) talosnode.KubeAPI { return l.kube.HealthAPI(c) },
+		EtcdEndpoint: func(c *talosnode.Cluster) string { return l.kube.EtcdEndpoint(c) },
 	})
 	l.vips = vip.New(l.fleet, cmp.Or(o.VIPFailover, DefaultVIPFailover), l.logf)
 	l.nodeKnobs = &nodeKnobs{fleet: l.fleet, pending: map[netip.Addr]talosnode.Knobs{}}

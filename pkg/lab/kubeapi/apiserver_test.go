@@ -86,6 +86,7 @@ func TestAPIServer(t *testing.T) { //nolint:tparallel // "faults" and "shutdown"
 		t.Run("drain blocked", func(t *testing.T) { t.Parallel(); checkDrainBlocked(t, srv, cs) })
 		t.Run("more addresses", func(t *testing.T) { t.Parallel(); checkMoreAddresses(t, srv, ca, certPEM, keyPEM) })
 		t.Run("mirror pods", func(t *testing.T) { t.Parallel(); checkMirrorPods(t, srv, cs) })
+		t.Run("etcd endpoint", func(t *testing.T) { t.Parallel(); checkEtcdEndpoint(t, srv, cs) })
 	})
 	t.Run("reported version", func(t *testing.T) { checkReportedVersion(t, srv, admin, &reported) })
 	t.Run("faults", func(t *testing.T) { checkFaults(t, srv, inj) })

@@ -3,7 +3,6 @@ package kubeapi
 import (
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -81,6 +80,7 @@ type Options struct {
 type Server struct {
 	addr    string
 	backend string
+	etcd    string
 	caPEM   []byte
 	token   string
 	dataDir string
@@ -143,12 +143,12 @@ func Start(ctx context.Context, o Options) (_ *Server, err error) {
 		}
 	}()
 
-	proc, backend, err := startProcess(ctx, o, files, net.JoinHostPort(vip.String(), "0"))
+	proc, ready, err := startProcess(ctx, o, files, net.JoinHostPort(vip.String(), "0"))
 	if err != nil {
 		return nil, err
 	}
 	s := &Server{
-		addr: ln.Addr().String(), backend: backend, caPEM: o.CACertPEM, token: files.token,
+		addr: ln.Addr().String(), backend: ready.Address, etcd: ready.Etcd, caPEM: o.CACertPEM, token: files.token,
 		dataDir: o.DataDir, rec: o.Recorder, proc: proc,
 		primary: vip,
 	}
@@ -252,6 +252,13 @@ func (s *Server) URL() string { return "https://" + s.addr }
 // BackendAddress is the apiserver's own address: calls there bypass the
 // recorder and the faults.
 func (s *Server) BackendAddress() string { return s.backend }
+
+// EtcdEndpoint is the client URL of the etcd the apiserver stores in, the
+// helper's embedded one on the VIP at a free port ("http://127.x.y.z:port",
+// plain HTTP, no authentication, as the apiserver reaches it): the lab's
+// Talos control planes answer EtcdSnapshot from it. "" when the helper
+// binary predates reporting it (rebuild it: make kube-apiserver).
+func (s *Server) EtcdEndpoint() string { return s.etcd }
 
 // Recorder holds every call made to Address.
 func (s *Server) Recorder() *labnet.Recorder { return s.rec }
@@ -376,22 +383,4 @@ func apiserverArgs(o Options, f pkiFiles, listen string) []string {
 		"--requestheader-extra-headers-prefix=" + headerPrefix + "Extra-",
 	}
 	return append(args, o.ExtraArgs...)
-}
-
-// readyInfo is what the helper writes into its ready file.
-type readyInfo struct {
-	Address string `json:"address"`
-	PID     int    `json:"pid"`
-}
-
-func readReady(path string) (readyInfo, error) {
-	var ri readyInfo
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return ri, err
-	}
-	if err := json.Unmarshal(b, &ri); err != nil {
-		return ri, fmt.Errorf("kubeapi: ready file %s: %w", path, err)
-	}
-	return ri, nil
 }

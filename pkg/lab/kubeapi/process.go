@@ -2,6 +2,7 @@ package kubeapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -21,16 +22,17 @@ type process struct {
 }
 
 // startProcess execs the helper, logging to DataDir/apiserver.log, and waits
-// for its ready file; it returns the apiserver's address from that file.
-func startProcess(ctx context.Context, o Options, f pkiFiles, listen string) (*process, string, error) {
+// for its ready file; it returns what that file says (the apiserver's
+// address, its etcd).
+func startProcess(ctx context.Context, o Options, f pkiFiles, listen string) (*process, readyInfo, error) {
 	ready := filepath.Join(o.DataDir, "ready")
 	if err := os.Remove(ready); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, "", fmt.Errorf("kubeapi: %w", err)
+		return nil, readyInfo{}, fmt.Errorf("kubeapi: %w", err)
 	}
 	p := &process{logPath: filepath.Join(o.DataDir, "apiserver.log"), exited: make(chan struct{})}
 	logf, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
-		return nil, "", fmt.Errorf("kubeapi: %w", err)
+		return nil, readyInfo{}, fmt.Errorf("kubeapi: %w", err)
 	}
 	p.cmd = exec.Command(o.Binary, apiserverArgs(o, f, listen)...) //nolint:gosec,noctx // the helper outlives ctx; Close stops it
 	p.cmd.Stdout, p.cmd.Stderr = logf, logf
@@ -53,21 +55,21 @@ func startProcess(ctx context.Context, o Options, f pkiFiles, listen string) (*p
 		close(p.exited)
 	}()
 	if err := <-started; err != nil {
-		return nil, "", fmt.Errorf("kubeapi: start %s: %w", o.Binary, err)
+		return nil, readyInfo{}, fmt.Errorf("kubeapi: start %s: %w", o.Binary, err)
 	}
 
 	tick := time.NewTicker(25 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		if ri, err := readReady(ready); err == nil {
-			return p, ri.Address, nil
+			return p, ri, nil
 		}
 		select {
 		case <-p.exited:
-			return nil, "", fmt.Errorf("kubeapi: kube-apiserver exited before it was ready: %w\n%s", p.waitErr, p.logTail())
+			return nil, readyInfo{}, fmt.Errorf("kubeapi: kube-apiserver exited before it was ready: %w\n%s", p.waitErr, p.logTail())
 		case <-ctx.Done():
 			_ = p.stop()
-			return nil, "", fmt.Errorf("kubeapi: kube-apiserver not ready: %w\n%s", ctx.Err(), p.logTail())
+			return nil, readyInfo{}, fmt.Errorf("kubeapi: kube-apiserver not ready: %w\n%s", ctx.Err(), p.logTail())
 		case <-tick.C:
 		}
 	}
@@ -104,4 +106,25 @@ func (p *process) logTail() string {
 		return ""
 	}
 	return tail(b, 4000)
+}
+
+// readyInfo is what the helper writes into its ready file: the apiserver's
+// address, its process id and the etcd it stores in (absent from helpers
+// built before it was reported).
+type readyInfo struct {
+	Address string `json:"address"`
+	PID     int    `json:"pid"`
+	Etcd    string `json:"etcd"`
+}
+
+func readReady(path string) (readyInfo, error) {
+	var ri readyInfo
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ri, err
+	}
+	if err := json.Unmarshal(b, &ri); err != nil {
+		return ri, fmt.Errorf("kubeapi: ready file %s: %w", path, err)
+	}
+	return ri, nil
 }

@@ -173,6 +173,10 @@ func (k *Kubernetes) start(info talosnode.BootstrapInfo, vip netip.Addr, sans []
 	if err != nil {
 		return nil, err
 	}
+	if srv.EtcdEndpoint() == "" {
+		o.Logf("kubernetes for %s: the kube-apiserver helper does not say where its etcd is (built before it did): "+
+			"EtcdSnapshot fails on every node; rebuild it with make kube-apiserver", info.ClusterName)
+	}
 	o.Recorder.Work("kubernetes", "start "+info.ClusterName, start, time.Since(start))
 	return srv, nil
 }

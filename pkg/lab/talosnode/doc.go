@@ -46,7 +46,12 @@
 //     AlreadyExists once etcd has data), Kubeconfig (an admin kubeconfig
 //     with a fresh certificate from the cluster's Kubernetes CA, server =
 //     the cluster endpoint), EtcdMemberList/LeaveCluster/RemoveMemberByID/
-//     ForfeitLeadership, Reset (asynchronous: a graceful control-plane
+//     ForfeitLeadership, EtcdSnapshot (on a control plane whose etcd
+//     member runs, quorum or not: a real snapshot, sha256 trailer
+//     included, of the cluster's real etcd, the one its lab
+//     kube-apiserver stores in, Options.EtcdEndpoint; elsewhere Talos's
+//     refusals), EtcdStatus (that etcd's sizes, indexes and version, the
+//     simulated member's id and leader), Reset (asynchronous: a graceful control-plane
 //     reset leaves etcd first, a failure aborts it; then the node is wiped
 //     and halts or reboots into maintenance), Upgrade (etcd pre-checks on
 //     control planes, install, reboot into the new version and schematic;
@@ -125,15 +130,18 @@
 // never finishes (DrainBlocked). Clearing a hang's knob lets it go on.
 //
 // Not simulated: containers and Kubernetes itself (the lab's
-// kube-apiserver part plugs in through Options.OnBootstrap, OnEvent and
-// KubeAPI): pulls store no content and always succeed for a well-formed
+// kube-apiserver part plugs in through Options.OnBootstrap, OnEvent,
+// KubeAPI and EtcdEndpoint): pulls store no content and always succeed for a well-formed
 // reference that is not an installer, static pods are always ready, the
 // kubelet never fails; the other bootstrap manifests (flannel, CSR
 // approvals, the bootstrap token, the in-cluster kubeconfig, the DNS
 // Service), machine.pods, secrets rotation (talos.dev/secrets-version is
 // always 1), the components' extra volumes, resources and most of their
 // flags; networking and KubeSpan; time sync (Bootstrap never answers
-// "time is not in sync yet"); etcd's data, snapshots, defragmentation,
+// "time is not in sync yet"); etcd's data per member (a cluster's
+// members are views of its one real etcd: every running member's
+// snapshot is that etcd's, up to date even where a real member without
+// quorum would be behind), restores (EtcdRecover), defragmentation,
 // alarms and learner promotion failures; the 5-minute retries of etcd
 // leave (a refused removal fails at once); the upgrade mutex; disk
 // layouts (reset wipe modes and partition lists are accepted but the

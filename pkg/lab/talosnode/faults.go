@@ -31,7 +31,7 @@ func isRead(fullMethod string) bool {
 		"/machine.MachineService/EtcdMemberList", "/machine.MachineService/EtcdStatus",
 		"/machine.MachineService/Kubeconfig", "/cluster.ClusterService/HealthCheck",
 		"/machine.MachineService/Read", "/machine.MachineService/Events",
-		"/machine.MachineService/List",
+		"/machine.MachineService/List", "/machine.MachineService/EtcdSnapshot",
 		"/cosi.resource.State/Get", "/cosi.resource.State/List", "/cosi.resource.State/Watch":
 		return true
 	}

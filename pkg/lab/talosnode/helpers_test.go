@@ -167,7 +167,7 @@ func fastTiming() talosnode.Timing {
 	return talosnode.Timing{
 		Boot: 20 * time.Millisecond, Services: 40 * time.Millisecond, EtcdJoin: 20 * time.Millisecond,
 		RebootDown: 80 * time.Millisecond, Install: 30 * time.Millisecond, Reset: 10 * time.Millisecond,
-		HealthPoll: 10 * time.Millisecond, KubeletRestart: 30 * time.Millisecond,
+		HealthPoll: 10 * time.Millisecond, KubeletRestart: 30 * time.Millisecond, EtcdDial: 100 * time.Millisecond,
 	}
 }
 

@@ -36,6 +36,10 @@ type Timing struct {
 	Reset time.Duration
 	// HealthPoll is the polling interval of the server-side health checks.
 	HealthPoll time.Duration
+	// EtcdDial is how long a control plane's local etcd client waits for
+	// its etcd (Talos's blocking dial of localhost:2379, 5 s) before
+	// EtcdSnapshot and EtcdStatus fail on a node whose etcd does not run.
+	EtcdDial time.Duration
 }
 
 // DefaultTiming is a lab that feels like a fast cloud.
@@ -49,6 +53,7 @@ func DefaultTiming() Timing {
 		KubeletRestart: 500 * time.Millisecond,
 		Reset:          500 * time.Millisecond,
 		HealthPoll:     200 * time.Millisecond,
+		EtcdDial:       5 * time.Second,
 	}
 }
 
@@ -68,6 +73,7 @@ func (t Timing) withDefaults() Timing {
 	fill(&t.KubeletRestart, d.KubeletRestart)
 	fill(&t.Reset, d.Reset)
 	fill(&t.HealthPoll, d.HealthPoll)
+	fill(&t.EtcdDial, d.EtcdDial)
 	return t
 }
 
@@ -279,4 +285,12 @@ type Options struct {
 	KubeAPI func(*Cluster) KubeAPI
 	// OnEvent is called (synchronously, keep it short) on node changes.
 	OnEvent func(Event)
+	// EtcdEndpoint returns the client URL of a cluster's real etcd, the one
+	// the lab's kube-apiserver of that cluster stores in
+	// ("http://127.x.y.z:port"), or "" while it has none: a control plane
+	// whose simulated etcd member runs answers EtcdSnapshot with that
+	// etcd's snapshot and EtcdStatus with its status. nil: no cluster has
+	// one (both fail as on a node whose etcd does not run). Called without
+	// the fleet's lock.
+	EtcdEndpoint func(*Cluster) string
 }

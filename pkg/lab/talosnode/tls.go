@@ -111,7 +111,6 @@ func methodRoles(method string) role.Set {
 	all := role.MakeSet(role.Admin, role.Operator, role.Reader)
 	switch method {
 	case "/machine.MachineService/Version", "/machine.MachineService/ServiceList",
-		"/machine.MachineService/EtcdMemberList", "/machine.MachineService/EtcdStatus",
 		"/machine.MachineService/Events", "/machine.MachineService/List",
 		"/cluster.ClusterService/HealthCheck",
 		"/cosi.resource.State/Get", "/cosi.resource.State/List", "/cosi.resource.State/Watch":
@@ -119,6 +118,10 @@ func methodRoles(method string) role.Set {
 	case "/machine.MachineService/ApplyConfiguration":
 		// readers only in maintenance mode, checked by the handler
 		return role.MakeSet(role.Admin, role.Reader)
+	case "/machine.MachineService/EtcdMemberList", "/machine.MachineService/EtcdStatus":
+		return role.MakeSet(role.Admin, role.Operator, role.Reader, role.EtcdBackup)
+	case "/machine.MachineService/EtcdSnapshot":
+		return role.MakeSet(role.Admin, role.Operator, role.EtcdBackup)
 	case "/machine.MachineService/Reboot", "/machine.MachineService/Shutdown",
 		"/machine.MachineService/ImagePull", "/machine.ImageService/Pull":
 		return role.MakeSet(role.Admin, role.Operator)
