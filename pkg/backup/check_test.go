@@ -25,15 +25,23 @@ func TestCheck(t *testing.T) {
 		checked bool                           // Verified
 	}{
 		{"none yet", func(*testing.T, string) {}, 0, "no backup yet", false},
-		{"fresh", func(t *testing.T, dir string) { put(t, backup.Dir(dir), record("prod", bundleTime), "bundle") }, 10 * time.Minute, "", true},
-		{"older than max_age", func(t *testing.T, dir string) { put(t, backup.Dir(dir), record("prod", bundleTime), "bundle") }, 2 * time.Hour, "2h0m0s old, older than backup.max_age (1h0m0s)", true},
+		{"fresh", func(t *testing.T, dir string) {
+			t.Helper()
+			put(t, backup.Dir(dir), record("prod", bundleTime), "bundle")
+		}, 10 * time.Minute, "", true},
+		{"older than max_age", func(t *testing.T, dir string) {
+			t.Helper()
+			put(t, backup.Dir(dir), record("prod", bundleTime), "bundle")
+		}, 2 * time.Hour, "2h0m0s old, older than backup.max_age (1h0m0s)", true},
 		{"changed since", func(t *testing.T, dir string) {
+			t.Helper()
 			put(t, backup.Dir(dir), record("prod", bundleTime), "bundle")
 			if err := os.WriteFile(filepath.Join(dir, backup.Name("prod", bundleTime)), []byte("BUNDLE"), 0o600); err != nil {
 				t.Fatal(err)
 			}
 		}, time.Minute, "does not match its record", false},
 		{"unreadable target", func(t *testing.T, dir string) {
+			t.Helper()
 			if err := os.WriteFile(dir, []byte("a file"), 0o600); err != nil {
 				t.Fatal(err)
 			}

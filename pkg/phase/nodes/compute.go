@@ -22,6 +22,16 @@ func (r *run) compute(ctx context.Context) error {
 	return r.createMachines(ctx)
 }
 
+// backupBeforeJoin takes the backup before a control plane joins a live
+// cluster's etcd (a membership change).
+func (r *run) backupBeforeJoin(ctx context.Context, missing []config.Machine) error {
+	i := slices.IndexFunc(missing, func(m config.Machine) bool { return m.Role == config.RoleControlPlane })
+	if i < 0 || !r.upAtDiscover {
+		return nil
+	}
+	return r.backupFirst(ctx, "adding control plane", missing[i].Hostname)
+}
+
 // createMachines generates the configurations of missing machines and
 // creates them concurrently.
 func (r *run) createMachines(ctx context.Context) error {
@@ -34,10 +44,8 @@ func (r *run) createMachines(ctx context.Context) error {
 	if len(missing) == 0 {
 		return nil
 	}
-	if i := slices.IndexFunc(missing, func(m config.Machine) bool { return m.Role == config.RoleControlPlane }); i >= 0 && r.upAtDiscover {
-		if err := r.backupFirst(ctx, "adding control plane", missing[i].Hostname); err != nil { // a new etcd member
-			return err
-		}
+	if err := r.backupBeforeJoin(ctx, missing); err != nil {
+		return err
 	}
 	if !r.obs.hasEndpoint() {
 		pending := make([]state.Change, len(missing))

@@ -30,7 +30,7 @@ func (c *Client) EtcdSnapshot(ctx context.Context, node string, f *os.File) (int
 		if err != nil {
 			return err
 		}
-		defer r.Close() //nolint:errcheck // a read stream: nothing to flush
+		defer r.Close()
 		n, err = io.Copy(f, r)
 		if err != nil {
 			return fmt.Errorf("after %d bytes: %w", n, err)

@@ -76,7 +76,7 @@ func Take(ctx context.Context, o Options) (sections.Backup, error) {
 	if err != nil {
 		return sections.Backup{}, err
 	}
-	defer os.RemoveAll(tmp) //nolint:errcheck // best effort; the files are 0600 in a 0700 directory
+	defer os.RemoveAll(tmp) // best effort: the files are 0600 in a 0700 directory
 	snap := filepath.Join(tmp, "snapshot.db")
 	st, err := o.snapshot(ctx, src, snap)
 	if err != nil {
@@ -110,7 +110,7 @@ func (o *Options) snapshot(ctx context.Context, src provider.Machine, path strin
 	if err != nil {
 		return snapshot.Status{}, err
 	}
-	defer f.Close() //nolint:errcheck // closed after a successful sync below
+	defer f.Close()
 	o.say("streaming etcd's snapshot from %s", src.Hostname)
 	n, err := o.Talos.EtcdSnapshot(ctx, src.Address.String(), f)
 	if err != nil {
@@ -181,7 +181,7 @@ func store(ctx context.Context, target backup.Target, rec backup.Record, path st
 	if err != nil {
 		return err
 	}
-	defer f.Close() //nolint:errcheck // read only
+	defer f.Close()
 	if err := target.Put(ctx, rec, f); err != nil {
 		return fmt.Errorf("store %s in %s: %w", rec.Name, target, err)
 	}

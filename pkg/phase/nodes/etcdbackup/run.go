@@ -45,7 +45,7 @@ func Run(ctx context.Context, in *phase.Input) (sections.Backup, error) {
 	if err != nil {
 		return sections.Backup{}, err
 	}
-	defer t.Close() //nolint:errcheck // the session only read
+	defer t.Close()
 	o := Options{Config: cfg, Talos: t, ControlPlanes: cps, Progress: in.Out.Info}
 	if path, ok := phase.ClientFile(cfg, config.KubeconfigFile); ok {
 		if kc, err := live.OpenKube(in.Env)(path); err == nil {
