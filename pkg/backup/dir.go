@@ -28,25 +28,17 @@ func (d dirTarget) Put(ctx context.Context, rec Record, bundle io.Reader) error 
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := checkName(rec.Name); err != nil {
+	if err := CheckRecord(rec); err != nil {
 		return err
-	}
-	if c, _ := clusterOf(rec.Name); c != rec.Meta.Cluster {
-		return fmt.Errorf("backup %s: its record is of cluster %q", rec.Name, rec.Meta.Cluster)
 	}
 	if err := os.MkdirAll(d.path, 0o700); err != nil {
 		return fmt.Errorf("backup directory: %w", err)
 	}
-	dg := newDigest()
+	dg := NewDigest()
 	bundlePath := filepath.Join(d.path, rec.Name)
 	err := atomicfile.WriteFrom(bundlePath, ctxReader{ctx, io.TeeReader(bundle, dg)}, atomicfile.Options{
 		Mode: 0o600,
-		BeforeCommit: func(string) error {
-			if rec.BundleSize == 0 && rec.BundleSHA256 == "" {
-				rec.BundleSize, rec.BundleSHA256 = dg.n, dg.sum()
-			}
-			return dg.check(rec)
-		},
+		BeforeCommit: func(string) error { return dg.Complete(&rec) },
 	})
 	if err != nil {
 		return fmt.Errorf("store backup: %w", err)
@@ -77,7 +69,7 @@ func (d dirTarget) List(ctx context.Context, cluster string) ([]Record, error) {
 	var recs []Record
 	for _, e := range entries {
 		name, ok := strings.CutSuffix(e.Name(), RecordExt)
-		if c, named := clusterOf(name); !ok || !named || c != cluster || !e.Type().IsRegular() {
+		if c, named := ClusterOf(name); !ok || !named || c != cluster || !e.Type().IsRegular() {
 			continue
 		}
 		rec, err := d.readRecord(name, cluster)
@@ -122,7 +114,7 @@ func (d dirTarget) Get(ctx context.Context, name string) (io.ReadCloser, error) 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := checkName(name); err != nil {
+	if err := CheckName(name); err != nil {
 		return nil, err
 	}
 	f, err := os.Open(filepath.Join(d.path, name))
@@ -136,7 +128,7 @@ func (d dirTarget) Delete(ctx context.Context, name string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := checkName(name); err != nil {
+	if err := CheckName(name); err != nil {
 		return err
 	}
 	bundlePath := filepath.Join(d.path, name)

@@ -54,18 +54,20 @@ func Verify(ctx context.Context, t Target, rec Record) error {
 		return err
 	}
 	defer func() { _ = rc.Close() }()
-	d := newDigest()
-	if _, err := io.Copy(d, ctxReader{ctx, rc}); err != nil {
+	d := NewDigest()
+	if _, err := io.Copy(d, CtxReader(ctx, rc)); err != nil {
 		return fmt.Errorf("read backup %s in %s: %w", rec.Name, t, err)
 	}
-	if err := d.check(rec); err != nil {
+	if err := d.Check(rec); err != nil {
 		return fmt.Errorf("backup %s in %s: %w", rec.Name, t, err)
 	}
 	return nil
 }
 
-// clusterOf returns the cluster of a bundle name made by Name.
-func clusterOf(name string) (string, bool) {
+// ClusterOf returns the cluster of a bundle name made by Name; false for
+// any other name. A target lists only the names it reports as the
+// cluster's.
+func ClusterOf(name string) (string, bool) {
 	s, ok := strings.CutSuffix(name, Ext)
 	stamp := len(timeLayout) + 1
 	if !ok || len(s) <= stamp || s[len(s)-stamp] != '-' || strings.ContainsAny(s, `/\`) {
@@ -77,37 +79,69 @@ func clusterOf(name string) (string, bool) {
 	return s[:len(s)-stamp], true
 }
 
-// checkName refuses a name Name could not have made.
-func checkName(name string) error {
-	if _, ok := clusterOf(name); !ok {
+// CheckName refuses a name Name could not have made: a target stores,
+// reads and deletes no other.
+func CheckName(name string) error {
+	if _, ok := ClusterOf(name); !ok {
 		return fmt.Errorf("backup name %q is not <cluster>-<YYYYMMDDTHHMMSSZ>%s", name, Ext)
 	}
 	return nil
 }
 
-// digest counts and hashes what is written to it.
-type digest struct {
+// CheckRecord refuses a record a target's Put must not store: a name
+// Name could not have made, or one of another cluster than the record's.
+func CheckRecord(rec Record) error {
+	if err := CheckName(rec.Name); err != nil {
+		return err
+	}
+	if c, _ := ClusterOf(rec.Name); c != rec.Meta.Cluster {
+		return fmt.Errorf("backup %s: its record is of cluster %q", rec.Name, rec.Meta.Cluster)
+	}
+	return nil
+}
+
+// Digest counts and hashes (sha256) the bundle bytes written to it, as a
+// target's Put stores them.
+type Digest struct {
 	h hash.Hash
 	n int64
 }
 
-func newDigest() *digest { return &digest{h: sha256.New()} }
+// NewDigest returns an empty Digest.
+func NewDigest() *Digest { return &Digest{h: sha256.New()} }
 
-func (d *digest) Write(p []byte) (int, error) {
+func (d *Digest) Write(p []byte) (int, error) {
 	d.n += int64(len(p))
 	return d.h.Write(p)
 }
 
-func (d *digest) sum() string { return hex.EncodeToString(d.h.Sum(nil)) }
+// Size is the number of bytes written.
+func (d *Digest) Size() int64 { return d.n }
 
-// check compares the digest with the record's size and sha256.
-func (d *digest) check(rec Record) error {
-	if sum := d.sum(); d.n != rec.BundleSize || sum != rec.BundleSHA256 {
+// Sum is the hex sha256 of the bytes written.
+func (d *Digest) Sum() string { return hex.EncodeToString(d.h.Sum(nil)) }
+
+// Complete fills rec's size and sha256 from the digest when both are
+// unset (Target.Put's contract), then checks them.
+func (d *Digest) Complete(rec *Record) error {
+	if rec.BundleSize == 0 && rec.BundleSHA256 == "" {
+		rec.BundleSize, rec.BundleSHA256 = d.n, d.Sum()
+	}
+	return d.Check(*rec)
+}
+
+// Check compares the digest with the record's size and sha256.
+func (d *Digest) Check(rec Record) error {
+	if sum := d.Sum(); d.n != rec.BundleSize || sum != rec.BundleSHA256 {
 		return fmt.Errorf("bundle is %d bytes with sha256 %s, its record says %d bytes, %s: it changed after it was stored; take a new backup",
 			d.n, sum, rec.BundleSize, rec.BundleSHA256)
 	}
 	return nil
 }
+
+// CtxReader reads r until ctx is done: a target's Put reads the bundle
+// through it, so a canceled run stops storing.
+func CtxReader(ctx context.Context, r io.Reader) io.Reader { return ctxReader{ctx, r} }
 
 // ctxReader stops reading once ctx is done.
 type ctxReader struct {

@@ -46,6 +46,7 @@ func (v *validator) backup() {
 	if v.has("backup.dir") && strings.TrimSpace(b.Dir) == "" {
 		v.errf("backup.dir", "is empty; name a directory, or leave dir out for the default %s", DefaultBackupDir)
 	}
+	v.backupSwift(b)
 	if v.has("backup.max_age") {
 		switch d, err := time.ParseDuration(b.MaxAge); {
 		case err != nil:
@@ -55,6 +56,36 @@ func (v *validator) backup() {
 		}
 	}
 	v.keep(b.Keep)
+}
+
+// maxSwiftContainer is Swift's longest container name.
+const maxSwiftContainer = 256
+
+// backupSwift checks backup.swift: OpenStack only, a container name
+// Swift accepts, and not beside an explicit backup.dir (a backup goes to
+// one target).
+func (v *validator) backupSwift(b *Backup) {
+	if b.Swift == nil || v.failedAbove("backup.swift") {
+		return
+	}
+	switch v.c.Provider() {
+	case ProviderOpenStack:
+	case ProviderProxmox:
+		v.errf("backup.swift", "needs OpenStack's object store; on Proxmox keep the bundles in backup.dir (remove backup.swift)")
+		return
+	default:
+		return // the missing provider section is reported on its own
+	}
+	if v.present("backup.dir") {
+		v.errf("backup.swift", "and backup.dir are both set: a backup goes to one target; remove backup.dir to keep the bundles in Swift, or backup.swift to keep them in the directory")
+	}
+	switch c := b.Swift.Container; {
+	case v.failed("backup.swift.container"):
+	case strings.TrimSpace(c) == "":
+		v.errf("backup.swift.container", "is required: name the Swift container the bundles are kept in (created on the first backup when missing)")
+	case len(c) > maxSwiftContainer || strings.Contains(c, "/"):
+		v.errf("backup.swift.container", "%q is not a Swift container name: at most %d bytes and no /", c, maxSwiftContainer)
+	}
 }
 
 // recipients checks backup.recipients: at least one, each an age X25519

@@ -63,6 +63,17 @@ func TestBackup_Defaults(t *testing.T) {
 	}
 }
 
+// TestBackup_Swift: backup.swift names the container; the directory keeps
+// its default (unused).
+func TestBackup_Swift(t *testing.T) {
+	t.Parallel()
+	r := newIdentity(t).Recipient().String()
+	c := mustLoad(t, openstackBase+"backup:\n  recipients: ["+r+"]\n  swift: {container: demo-backups}\n")
+	if c.Backup.Swift == nil || c.Backup.Swift.Container != "demo-backups" {
+		t.Errorf("backup.swift = %+v", c.Backup.Swift)
+	}
+}
+
 // TestBackup_Absent: no section (or an empty one) configures no backups.
 func TestBackup_Absent(t *testing.T) {
 	t.Parallel()
@@ -128,6 +139,20 @@ func TestBackup_Problems(t *testing.T) {
 			config.Problems{inCluster("backup.keep", "backup.keep keeps no bundle by hour, day, week or month (all four are 0, and 0 means none, not unlimited); to keep only the newest bundle set keep: {hourly: 1}")},
 		},
 		{"keep typo", with(rs + "  keep: {dayly: 3}\n"), none, config.Problems{inCluster("backup.keep.dayly", "backup.keep.dayly is not a valid key; did you mean daily?")}},
+		{"swift without container", with(rs + "  swift: {}\n"), none, config.Problems{inCluster("backup.swift.container", "backup.swift.container is required: name the Swift container the bundles are kept in (created on the first backup when missing)")}},
+		{"swift container with a slash", with(rs + "  swift: {container: a/b}\n"), none, config.Problems{inCluster("backup.swift.container", `backup.swift.container "a/b" is not a Swift container name: at most 256 bytes and no /`)}},
+		{
+			"swift beside dir", with(rs + "  dir: b\n  swift: {container: c}\n"), none,
+			config.Problems{inCluster("backup.swift", "backup.swift and backup.dir are both set: a backup goes to one target; remove backup.dir to keep the bundles in Swift, or backup.swift to keep them in the directory")},
+		},
+		{
+			"swift on proxmox", only(proxmoxBase + "backup:\n" + rs + "  swift: {container: c}\n"), none,
+			config.Problems{inCluster("backup.swift", "backup.swift needs OpenStack's object store; on Proxmox keep the bundles in backup.dir (remove backup.swift)")},
+		},
+		{"swift typo", with(rs + "  swift: {bucket: c}\n"), none, config.Problems{
+			inCluster("backup.swift.bucket", "backup.swift.bucket is not a valid key (valid keys: container)"),
+			inCluster("backup.swift.container", "backup.swift.container is required: name the Swift container the bundles are kept in (created on the first backup when missing)"),
+		}},
 		{"section typo", with(rs + "  max-age: 2h\n"), none, config.Problems{inCluster("backup.max-age", "backup.max-age is not a valid key; did you mean max_age?")}},
 	})
 }

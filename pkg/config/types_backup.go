@@ -17,11 +17,21 @@ type Backup struct {
 	// Dir is the directory target as written (default DefaultBackupDir);
 	// read it through Cluster.BackupDir.
 	Dir string `yaml:"dir,omitempty" jsonschema:"minLength=1,default=backups" jsonschema_description:"Directory the bundles are written to, relative to the cluster directory or absolute (default backups)."`
+	// Swift keeps the bundles in a container of the OpenStack project's
+	// object store instead of dir (OpenStack only).
+	Swift *BackupSwift `yaml:"swift,omitempty" jsonschema_description:"Keep the bundles as objects in a Swift container of the cluster's OpenStack project, with the cluster's own credential (OpenStack only; instead of dir)."`
 	// MaxAge is the Go duration (default DefaultBackupMaxAge) past which
 	// check fails for want of a newer backup; read it through MaxAgeDuration.
 	MaxAge string `yaml:"max_age,omitempty" jsonschema:"pattern=^([0-9]+(\\.[0-9]*)?(ns|us|µs|ms|s|m|h))+$,default=26h" jsonschema_description:"check fails when the newest backup is older than this Go duration (default 26h: a daily backup and some slack); at least 1m."`
 	// Keep is the retention.
 	Keep BackupKeep `yaml:"keep,omitempty" jsonschema_description:"Retention: how many distinct hours, days, weeks and months keep their newest bundle (defaults 24, 7, 4, 12; the newest bundle is always kept)."`
+}
+
+// BackupSwift is backup.swift: the Swift container the bundles are kept
+// in, created (and marked as talosc's) on the first backup when missing.
+type BackupSwift struct {
+	// Container is the container's name.
+	Container string `yaml:"container" jsonschema:"minLength=1,maxLength=256,pattern=^[^/]+$" jsonschema_description:"The Swift container (created on the first backup when missing, with talosc's ownership metadata; never deleted by talosc)."`
 }
 
 // BackupKeep is the retention of backup.keep: for each kind, how many of
