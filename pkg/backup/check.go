@@ -9,19 +9,25 @@ import (
 	"github.com/talosc/talosc/pkg/report"
 )
 
-// Check is the newest backup of cfg's cluster in its target against
-// backup.max_age, as check, status and backup's textfile report it; nil
-// when cluster.yaml configures no backup. It reads the records (no age
+// Check is the newest backup of cfg's cluster in its target (TargetFor,
+// through cloud) against backup.max_age, as check, status and backup's
+// textfile report it; nil when cluster.yaml configures no backup. It reads the records (no age
 // identity needed) and the newest bundle again, to prove it matches its
 // record. A target that cannot be read, no backup, a bundle that does not
 // match, and one older than backup.max_age each need attention.
-func Check(ctx context.Context, cfg *config.Cluster, now time.Time) *report.BackupCheck {
+func Check(ctx context.Context, cfg *config.Cluster, cloud Cloud, now time.Time) *report.BackupCheck {
 	if cfg.Backup == nil {
 		return nil
 	}
 	maxAge := cfg.Backup.MaxAgeDuration()
-	t := Dir(cfg.BackupDir())
-	b := &report.BackupCheck{Target: t.String(), MaxAgeSeconds: int64(maxAge / time.Second)}
+	b := &report.BackupCheck{MaxAgeSeconds: int64(maxAge / time.Second)}
+	t, err := TargetFor(ctx, cfg, cloud)
+	if err != nil {
+		b.Target = "swift container " + cfg.Backup.Swift.Container
+		b.Attention = fmt.Sprintf("the backup target cannot be reached: %v", err)
+		return b
+	}
+	b.Target = t.String()
 	recs, err := t.List(ctx, cfg.Name)
 	switch {
 	case err != nil:

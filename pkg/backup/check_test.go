@@ -52,7 +52,7 @@ func TestCheck(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "backups")
 			tc.setup(t, dir)
 			cfg := &config.Cluster{Name: "prod", Dir: filepath.Dir(dir), Backup: &config.Backup{Dir: dir, MaxAge: "1h"}}
-			got := backup.Check(t.Context(), cfg, bundleTime.Add(tc.age))
+			got := backup.Check(t.Context(), cfg, nil, bundleTime.Add(tc.age))
 			if got == nil || got.Target != dir || got.MaxAgeSeconds != 3600 {
 				t.Fatalf("Check = %+v, want a report of %s with max age 3600 s", got, dir)
 			}
@@ -64,7 +64,7 @@ func TestCheck(t *testing.T) {
 			}
 		})
 	}
-	if b := backup.Check(t.Context(), &config.Cluster{Name: "prod"}, bundleTime); b != nil {
+	if b := backup.Check(t.Context(), &config.Cluster{Name: "prod"}, nil, bundleTime); b != nil {
 		t.Errorf("without a backup section Check = %+v, want nil", b)
 	}
 }

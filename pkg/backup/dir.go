@@ -78,7 +78,7 @@ func (d dirTarget) List(ctx context.Context, cluster string) ([]Record, error) {
 		}
 		recs = append(recs, rec)
 	}
-	slices.SortFunc(recs, newestFirst)
+	slices.SortFunc(recs, NewestFirst)
 	return recs, nil
 }
 

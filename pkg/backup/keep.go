@@ -24,7 +24,7 @@ func Prune(recs []Record, keep Keep) []Record {
 		return nil
 	}
 	sorted := slices.Clone(recs)
-	slices.SortStableFunc(sorted, newestFirst)
+	slices.SortStableFunc(sorted, NewestFirst)
 	rules := []rule{
 		{left: keep.Hourly, period: func(t time.Time) int { return t.Year()*1_000_000 + t.YearDay()*100 + t.Hour() }},
 		{left: keep.Daily, period: func(t time.Time) int { return t.Year()*1000 + t.YearDay() }},
@@ -44,8 +44,9 @@ func Prune(recs []Record, keep Keep) []Record {
 	return drop
 }
 
-// newestFirst orders records by time, newest first (then by name).
-func newestFirst(a, b Record) int {
+// NewestFirst orders records by time, newest first (then by name): the
+// order of Target.List.
+func NewestFirst(a, b Record) int {
 	return cmp.Or(b.Meta.Time.Compare(a.Meta.Time), strings.Compare(b.Name, a.Name))
 }
 

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/talosc/talosc/pkg/backup"
 	"github.com/talosc/talosc/pkg/plugin"
 	"github.com/talosc/talosc/pkg/provider"
 	"github.com/talosc/talosc/pkg/state"
@@ -78,6 +79,21 @@ func (e *Env) Cloud(ctx context.Context, in *Input) (provider.Cloud, error) {
 		e.cloud, e.err = e.connect.Connect(ctx, in.Config, provider.ConnectOptions{TimeScale: e.Scale, Logf: logf})
 	})
 	return e.cloud, e.err
+}
+
+// ObjectStore is the cluster's cloud as backup.TargetFor reaches
+// backup.swift's container (a backup.Cloud): connected once per run, as
+// Cloud.
+func (in *Input) ObjectStore(ctx context.Context) (backup.ObjectStore, error) {
+	cloud, err := in.Env.Cloud(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	s, ok := cloud.(backup.ObjectStore)
+	if !ok {
+		return nil, fmt.Errorf("the %s provider has no object store to keep backups in", in.Config.Provider())
+	}
+	return s, nil
 }
 
 // NewPlan returns the plan of one run: a dry run records without acting,

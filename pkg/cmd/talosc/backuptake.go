@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/talosc/talosc/pkg/backup"
 	"github.com/talosc/talosc/pkg/cli"
 	"github.com/talosc/talosc/pkg/phase"
 	"github.com/talosc/talosc/pkg/phase/sections"
@@ -61,7 +59,7 @@ func (o *BackupOptions) Run(ctx context.Context) error {
 	if runErr == nil {
 		runErr = tookBackup(res, &took)
 	}
-	textErr := o.writeTextfile(ctx, s)
+	textErr := o.writeTextfile(s.cfg.Name, took.Newest, runErr)
 	if runErr != nil {
 		return errors.Join(runErr, textErr)
 	}
@@ -78,8 +76,8 @@ func (o *BackupOptions) Run(ctx context.Context) error {
 	return textErr
 }
 
-// tookBackup reads what the backup stored from the nodes section, or why
-// it failed.
+// tookBackup reads what the backup stored from the nodes section (and the
+// newest backup it read back, also when it failed), or why it failed.
 func tookBackup(res pipeResult, took *sections.Backup) error {
 	sec, ok, err := res.doc.Section(phase.Nodes)
 	switch {
@@ -87,22 +85,27 @@ func tookBackup(res pipeResult, took *sections.Backup) error {
 		return err
 	case !ok:
 		return errors.New("tc-nodes backup wrote no nodes section")
-	case res.code != 0:
+	}
+	decodeErr := decodeOutputs(sec, took)
+	if res.code != 0 {
 		msg := "failed"
 		if sec.Error != nil {
 			msg = sec.Error.Message
 		}
 		return &cli.ExitError{Code: res.code, Err: fmt.Errorf("backup: %s", msg)}
 	}
-	return decodeOutputs(sec, took)
+	return decodeErr
 }
 
-// writeTextfile writes the newest backup's metrics, read from the target
-// after the run, whatever it did.
-func (o *BackupOptions) writeTextfile(ctx context.Context, s *session) error {
+// writeTextfile writes the newest backup's metrics, which tc-nodes read
+// from the target after the run, whatever it did (only it reaches a
+// Swift container); a run that reported none writes backup_ok 0.
+func (o *BackupOptions) writeTextfile(cluster string, newest *report.BackupCheck, runErr error) error {
 	if o.Textfile == "" {
 		return nil
 	}
-	b := backup.Check(ctx, s.cfg, time.Now())
-	return report.WriteBackupTextfile(o.Textfile, s.cfg.Name, b)
+	if newest == nil {
+		newest = &report.BackupCheck{Attention: fmt.Sprintf("tc-nodes backup reported no newest backup: %v", runErr)}
+	}
+	return report.WriteBackupTextfile(o.Textfile, cluster, newest)
 }

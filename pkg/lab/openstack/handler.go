@@ -27,6 +27,10 @@ type reply struct {
 	body   any
 }
 
+// written is the answer of a handler that wrote its response itself
+// (Swift's objects and plain listings).
+type written struct{}
+
 // created answers 201 with body.
 func created(body any) reply { return reply{status: http.StatusCreated, body: body} }
 
@@ -93,6 +97,9 @@ func answer(d dialect, c *call, h handler) {
 			ae = errf(http.StatusInternalServerError, "HTTPInternalServerError", "%v", err)
 		}
 		d.writeErr(c.w, ae)
+		return
+	}
+	if _, ok := body.(written); ok {
 		return
 	}
 	rp, ok := body.(reply)

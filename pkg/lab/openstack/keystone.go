@@ -120,6 +120,7 @@ func (s *Cloud) catalog(project string) []any {
 		{"glance", "image", s.URL + ImagePrefix},
 		{"cinderv3", "volumev3", s.URL + VolumePrefix + "/v3/" + project},
 		{"cinder", "block-storage", s.URL + VolumePrefix + "/v3/" + project},
+		{"swift", "object-store", s.URL + ObjectPrefix + "/v1/AUTH_" + project},
 	}
 	out := make([]any, 0, len(services))
 	for _, svc := range services {

@@ -19,6 +19,7 @@ const (
 	Neutron  = "neutron"
 	Glance   = "glance"
 	Cinder   = "cinder"
+	Swift    = "swift"
 )
 
 // Path prefixes of the services on the lab's listener.
@@ -28,6 +29,7 @@ const (
 	NetworkPrefix  = "/network"
 	ImagePrefix    = "/image"
 	VolumePrefix   = "/volume"
+	ObjectPrefix   = "/object"
 )
 
 // DefaultPassword is the password of the default users (the real lab's).
@@ -143,6 +145,8 @@ type Cloud struct {
 	srv  *http.Server
 	st   *state
 	once sync.Once
+	// swiftStore is Swift's accounts (swift.go).
+	swiftStore *swiftStore
 }
 
 // Start listens on loopback and serves until ctx ends or Close is called.
@@ -152,7 +156,7 @@ func Start(ctx context.Context, cfg Config) (*Cloud, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lab openstack: %w", err)
 	}
-	s := &Cloud{URL: "http://" + l.Addr().String(), cfg: cfg}
+	s := &Cloud{URL: "http://" + l.Addr().String(), cfg: cfg, swiftStore: &swiftStore{accounts: map[string]map[string]*swiftContainer{}}}
 	s.st, err = newState(ctx, &s.cfg, s.URL)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("lab openstack: %w", err), l.Close())
@@ -167,6 +171,7 @@ func Start(ctx context.Context, cfg Config) (*Cloud, error) {
 		{Neutron, NetworkPrefix, s.neutronMux()},
 		{Glance, ImagePrefix, s.glanceMux()},
 		{Cinder, VolumePrefix, s.cinderMux()},
+		{Swift, ObjectPrefix, s.swiftMux()},
 	} {
 		h := labnet.Middleware(svc.name, cfg.Injector, cfg.Recorder, s.common(svc.name, svc.h))
 		mux.Handle(svc.prefix+"/", http.StripPrefix(svc.prefix, h))

@@ -39,7 +39,7 @@ func (r *run) takeBackup(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	o := etcdbackup.Options{Config: r.cfg, Talos: t, ControlPlanes: r.controlPlaneMachines(), Progress: r.in.Out.Info}
+	o := etcdbackup.Options{Config: r.cfg, Talos: t, ControlPlanes: r.controlPlaneMachines(), Cloud: r.in.ObjectStore, Progress: r.in.Out.Info}
 	if _, ok := r.clients.kubeconfigPath(); ok {
 		if kc, err := r.clients.kubeClient(); err == nil {
 			o.Kube = kc

@@ -22,7 +22,9 @@ package nodes
 import (
 	"context"
 	"errors"
+	"time"
 
+	"github.com/talosc/talosc/pkg/backup"
 	"github.com/talosc/talosc/pkg/phase"
 	"github.com/talosc/talosc/pkg/phase/nodes/etcdbackup"
 	"github.com/talosc/talosc/pkg/phase/nodes/inspect"
@@ -55,9 +57,12 @@ func (Phase) Converge(ctx context.Context, in *phase.Input, sec *state.Section) 
 
 var _ phase.Backuper = Phase{}
 
-// Backup takes the cluster's backup (etcdbackup.Run).
+// Backup takes the cluster's backup (etcdbackup.Run), then reads the
+// newest one back as check does, whatever the run did.
 func (Phase) Backup(ctx context.Context, in *phase.Input) (any, error) {
-	return etcdbackup.Run(ctx, in)
+	b, err := etcdbackup.Run(ctx, in)
+	b.Newest = backup.Check(ctx, in.Config, in.ObjectStore, time.Now())
+	return b, err
 }
 
 // Check compares the pinned versions with the newest releases and with the

@@ -150,6 +150,9 @@ type Cloud struct {
 	network   *gophercloud.ServiceClient
 	image     *gophercloud.ServiceClient
 	volume    *gophercloud.ServiceClient
+	// session is the authenticated provider client the services share;
+	// the object store is opened from it only when backup.swift asks.
+	session *gophercloud.ProviderClient
 	// twins are the unused second servers of a name the inventory found
 	// (server_twins.go).
 	twins serverTwins
@@ -203,7 +206,7 @@ func Connect(ctx context.Context, cfg *config.Cluster, o Options) (*Cloud, error
 	if err != nil {
 		return nil, fmt.Errorf("openstack: authenticate at %s with the application credential (openstack.credential_id): %w", os.URL, err)
 	}
-	c := &Cloud{opts: o, cluster: cfg, url: os.URL, region: os.Region}
+	c := &Cloud{opts: o, cluster: cfg, url: os.URL, region: os.Region, session: pc}
 	if r, ok := pc.GetAuthResult().(tokens.CreateResult); ok {
 		if p, err := r.ExtractProject(); err == nil && p != nil {
 			c.project, c.projectID = p.Name, p.ID

@@ -40,6 +40,9 @@ type Options struct {
 	Kube live.KubeReader
 	// ControlPlanes are the control-plane machines, with their addresses.
 	ControlPlanes []provider.Machine
+	// Cloud reaches backup.swift's container (phase.Input.ObjectStore);
+	// nil keeps a backup.swift cluster from storing.
+	Cloud backup.Cloud
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 	// Progress reports each step for a person (nil: silent).
@@ -91,7 +94,10 @@ func Take(ctx context.Context, o Options) (sections.Backup, error) {
 	if rec.BundleSize, rec.BundleSHA256, err = seal(sealed, backup.Bundle{Meta: meta, Snapshot: snap, Files: files}, recipients); err != nil {
 		return sections.Backup{}, err
 	}
-	target := backup.Dir(cfg.BackupDir())
+	target, err := backup.TargetFor(ctx, cfg, o.Cloud)
+	if err != nil {
+		return sections.Backup{}, err
+	}
 	if err := store(ctx, target, rec, sealed); err != nil {
 		return sections.Backup{}, err
 	}

@@ -47,7 +47,7 @@ func Check(ctx context.Context, in *phase.Input) (phase.Report, error) {
 		rep.Items = append(rep.Items, f)
 	}
 	rep.certificates(cfg, time.Now(), in.ExpiryWarning)
-	if b := backup.Check(ctx, cfg, time.Now()); b != nil {
+	if b := backup.Check(ctx, cfg, in.ObjectStore, time.Now()); b != nil {
 		rep.Backup = b
 		rep.Items = append(rep.Items, backupFinding(b, cfg.Dir))
 	}

@@ -19,7 +19,7 @@ func Status(ctx context.Context, in *phase.Input, sec *state.Section) error {
 	if err != nil {
 		return err
 	}
-	out := sections.Nodes{Provider: in.Config.Provider(), Machines: inv.Machines, Backup: backup.Check(ctx, in.Config, time.Now())}
+	out := sections.Nodes{Provider: in.Config.Provider(), Machines: inv.Machines, Backup: backup.Check(ctx, in.Config, in.ObjectStore, time.Now())}
 	if path, ok := phase.ClientFile(in.Config, config.TalosconfigFile); ok {
 		if ep, ok, _ := identity.ReadTalosconfigEndpoint(path); ok {
 			out.TalosEndpoint = ep
