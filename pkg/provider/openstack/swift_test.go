@@ -17,6 +17,7 @@ import (
 
 	"github.com/talosc/talosc/pkg/backup"
 	"github.com/talosc/talosc/pkg/config"
+	"github.com/talosc/talosc/pkg/lab/labnet"
 	labos "github.com/talosc/talosc/pkg/lab/openstack"
 	"github.com/talosc/talosc/pkg/provider/openstack"
 )
@@ -317,5 +318,29 @@ func TestSwiftTargetThroughCheck(t *testing.T) {
 	}
 	if _, err := backup.TargetFor(t.Context(), &cfg, nil); err == nil {
 		t.Error("TargetFor of backup.swift without a cloud chose a target")
+	}
+}
+
+// TestSwiftTargetRecordFailureLeavesNoBundle: a record PUT Swift refuses
+// (a lab fault) removes the bundle just stored, so no bundle stays
+// without its record; the lab's recorder saw the object calls.
+func TestSwiftTargetRecordFailureLeavesNoBundle(t *testing.T) {
+	t.Parallel()
+	inj := labnet.NewInjector(labnet.Knobs{Faults: []labnet.Fault{
+		{Service: labos.Swift, Method: http.MethodPut, PathPrefix: "/v1/", Nth: 3, Status: http.StatusForbidden},
+	}})
+	l := &swiftLab{computeLab: newComputeLab(t, labos.Config{Injector: inj}, threeCPs)}
+	target, err := l.cloud.BackupContainer(t.Context(), swiftContainer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := swiftRecord("c", swiftTime)
+	if err := target.Put(t.Context(), rec, strings.NewReader("bundle")); err == nil || !strings.Contains(err.Error(), "store backup record") {
+		t.Fatalf("Put with its record refused = %v", err)
+	}
+	assertNoObject(t, objectClient(t, l.lab, "demo"), rec.Name)
+	puts := l.lab.Recorder().Counts(func(c labnet.Call) string { return c.Service + " " + c.Method })
+	if puts["swift PUT"] != 3 || puts["swift DELETE"] != 1 {
+		t.Errorf("recorded %v, want the container, bundle and record PUTs and the bundle's DELETE", puts)
 	}
 }
