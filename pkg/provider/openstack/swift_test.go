@@ -24,13 +24,22 @@ import (
 
 var swiftTime = time.Date(2026, 12, 6, 6, 15, 0, 0, time.UTC)
 
-// swiftLab is a lab OpenStack, the cluster "c"'s Swift target in the
-// demo project (through the provider's own session), and the demo
-// user's object-store client for what the test does behind its back.
-type swiftLab struct {
-	*computeLab
+// swiftEnv is cluster "c"'s Swift target and an object-store client of
+// the same account for what a test does behind the target's back.
+type swiftEnv struct {
 	target backup.Target
 	demo   *gophercloud.ServiceClient
+	// container is the target's container.
+	container string
+	// open is the target of another container of the account.
+	open func(t *testing.T, container string) backup.Target
+}
+
+// swiftLab is a lab OpenStack and the swiftEnv of its demo project, the
+// target reached through the provider's own session.
+type swiftLab struct {
+	*computeLab
+	swiftEnv
 }
 
 const swiftContainer = "c-backups"
@@ -38,10 +47,15 @@ const swiftContainer = "c-backups"
 func newSwiftLab(t *testing.T) *swiftLab {
 	t.Helper()
 	l := &swiftLab{computeLab: newComputeLab(t, labos.Config{}, threeCPs)}
-	var err error
-	if l.target, err = l.cloud.BackupContainer(t.Context(), swiftContainer); err != nil {
-		t.Fatal(err)
+	l.open = func(t *testing.T, container string) backup.Target {
+		t.Helper()
+		target, err := l.cloud.BackupContainer(t.Context(), container)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return target
 	}
+	l.container, l.target = swiftContainer, l.open(t, swiftContainer)
 	l.demo = objectClient(t, l.lab, "demo")
 	return l
 }
@@ -76,9 +90,9 @@ func swiftPut(t *testing.T, target backup.Target, rec backup.Record, content str
 }
 
 // putObject stores an object behind the target's back.
-func putObject(t *testing.T, sc *gophercloud.ServiceClient, name, content string) {
+func (l *swiftEnv) putObject(t *testing.T, name, content string) {
 	t.Helper()
-	if err := objects.Create(t.Context(), sc, swiftContainer, name, objects.CreateOpts{Content: strings.NewReader(content)}).Err; err != nil {
+	if err := objects.Create(t.Context(), l.demo, l.container, name, objects.CreateOpts{Content: strings.NewReader(content)}).Err; err != nil {
 		t.Fatal(err)
 	}
 }
@@ -97,9 +111,13 @@ func recordNames(recs []backup.Record) []string {
 // the record and then the bundle.
 func TestSwiftTargetPutListGetDelete(t *testing.T) {
 	t.Parallel()
-	l := newSwiftLab(t)
+	swiftPutListGetDelete(t, &newSwiftLab(t).swiftEnv)
+}
+
+func swiftPutListGetDelete(t *testing.T, l *swiftEnv) {
+	t.Helper()
 	target := l.target
-	if target.String() != "swift container "+swiftContainer {
+	if target.String() != "swift container "+l.container {
 		t.Errorf("String = %q", target.String())
 	}
 	if recs, err := target.List(t.Context(), "c"); err != nil || len(recs) != 0 {
@@ -109,7 +127,7 @@ func TestSwiftTargetPutListGetDelete(t *testing.T) {
 	swiftPut(t, target, older, "older bundle")
 	swiftPut(t, target, newer, strings.Repeat("newer bundle ", 10000))
 	swiftPut(t, target, swiftRecord("c-eu", swiftTime), "another cluster's bundle")
-	putObject(t, l.demo, backup.Name("c", swiftTime.Add(time.Hour)), "unfinished")
+	l.putObject(t, backup.Name("c", swiftTime.Add(time.Hour)), "unfinished")
 
 	recs, err := target.List(t.Context(), "c")
 	if err != nil {
@@ -139,7 +157,7 @@ func TestSwiftTargetPutListGetDelete(t *testing.T) {
 	if recs, _ := target.List(t.Context(), "c"); len(recs) != 1 || recs[0].Name != newer.Name {
 		t.Errorf("List after Delete = %v, want only %s", recordNames(recs), newer.Name)
 	}
-	if err := objects.Get(t.Context(), l.demo, swiftContainer, older.Name, nil).Err; !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+	if err := objects.Get(t.Context(), l.demo, l.container, older.Name, nil).Err; !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
 		t.Errorf("the deleted bundle is still there: %v", err)
 	}
 	if err := target.Delete(t.Context(), older.Name); !errors.Is(err, fs.ErrNotExist) {
@@ -158,9 +176,13 @@ func TestSwiftTargetPutListGetDelete(t *testing.T) {
 // else made is used as it is, never marked.
 func TestSwiftTargetCreatesAnOwnedContainer(t *testing.T) {
 	t.Parallel()
-	l := newSwiftLab(t)
+	swiftCreatesAnOwnedContainer(t, &newSwiftLab(t).swiftEnv)
+}
+
+func swiftCreatesAnOwnedContainer(t *testing.T, l *swiftEnv) {
+	t.Helper()
 	swiftPut(t, l.target, swiftRecord("c", swiftTime), "bundle")
-	h, err := containers.Get(t.Context(), l.demo, swiftContainer, nil).ExtractMetadata()
+	h, err := containers.Get(t.Context(), l.demo, l.container, nil).ExtractMetadata()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,15 +190,12 @@ func TestSwiftTargetCreatesAnOwnedContainer(t *testing.T) {
 		t.Errorf("container metadata = %v, want Managed-By taloscluster and Cluster c", h)
 	}
 
-	if err := containers.Create(t.Context(), l.demo, "theirs", nil).Err; err != nil {
+	theirs := l.container + "-theirs"
+	if err := containers.Create(t.Context(), l.demo, theirs, nil).Err; err != nil {
 		t.Fatal(err)
 	}
-	theirs, err := l.cloud.BackupContainer(t.Context(), "theirs")
-	if err != nil {
-		t.Fatal(err)
-	}
-	swiftPut(t, theirs, swiftRecord("c", swiftTime), "bundle")
-	if h, err := containers.Get(t.Context(), l.demo, "theirs", nil).ExtractMetadata(); err != nil || len(h) != 0 {
+	swiftPut(t, l.open(t, theirs), swiftRecord("c", swiftTime), "bundle")
+	if h, err := containers.Get(t.Context(), l.demo, theirs, nil).ExtractMetadata(); err != nil || len(h) != 0 {
 		t.Errorf("someone else's container got metadata %v, %v", h, err)
 	}
 }
@@ -186,7 +205,11 @@ func TestSwiftTargetCreatesAnOwnedContainer(t *testing.T) {
 // record's, and a canceled one, leave no object.
 func TestSwiftTargetNeverReplaces(t *testing.T) {
 	t.Parallel()
-	l := newSwiftLab(t)
+	swiftNeverReplaces(t, &newSwiftLab(t).swiftEnv)
+}
+
+func swiftNeverReplaces(t *testing.T, l *swiftEnv) {
+	t.Helper()
 	rec := swiftRecord("c", swiftTime)
 	swiftPut(t, l.target, rec, "first")
 	if err := l.target.Put(t.Context(), rec, strings.NewReader("second")); !errors.Is(err, fs.ErrExist) {
@@ -198,18 +221,18 @@ func TestSwiftTargetNeverReplaces(t *testing.T) {
 	}
 
 	stale := swiftRecord("c", swiftTime.Add(time.Hour))
-	putObject(t, l.demo, stale.Name+backup.RecordExt, "{}")
+	l.putObject(t, stale.Name+backup.RecordExt, "{}")
 	if err := l.target.Put(t.Context(), stale, strings.NewReader("bundle")); !errors.Is(err, fs.ErrExist) {
 		t.Errorf("Put over an existing record = %v, want ErrExist", err)
 	}
-	assertNoObject(t, l.demo, stale.Name)
+	l.assertNoObject(t, stale.Name)
 
 	bad := swiftRecord("c", swiftTime.Add(2*time.Hour))
 	bad.BundleSize, bad.BundleSHA256 = 3, strings.Repeat("0", 64)
 	if err := l.target.Put(t.Context(), bad, strings.NewReader("abc")); err == nil || !strings.Contains(err.Error(), "its record says") {
 		t.Errorf("Put of bytes that are not the record's = %v", err)
 	}
-	assertNoObject(t, l.demo, bad.Name)
+	l.assertNoObject(t, bad.Name)
 
 	other := swiftRecord("c", swiftTime.Add(3*time.Hour))
 	other.Meta.Cluster = "staging"
@@ -226,16 +249,16 @@ func TestSwiftTargetNeverReplaces(t *testing.T) {
 	if err := l.target.Put(ctx, canceled, body); !errors.Is(err, context.Canceled) {
 		t.Errorf("Put canceled while reading = %v, want context.Canceled", err)
 	}
-	assertNoObject(t, l.demo, canceled.Name)
+	l.assertNoObject(t, canceled.Name)
 }
 
 type readerFunc func([]byte) (int, error)
 
 func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
 
-func assertNoObject(t *testing.T, sc *gophercloud.ServiceClient, name string) {
+func (l *swiftEnv) assertNoObject(t *testing.T, name string) {
 	t.Helper()
-	if err := objects.Get(t.Context(), sc, swiftContainer, name, nil).Err; !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+	if err := objects.Get(t.Context(), l.demo, l.container, name, nil).Err; !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
 		t.Errorf("object %s is there: %v", name, err)
 	}
 }
@@ -245,16 +268,20 @@ func assertNoObject(t *testing.T, sc *gophercloud.ServiceClient, name string) {
 // in place fails Verify; one that does not parse fails List, naming it.
 func TestSwiftTargetMarksABrokenRecord(t *testing.T) {
 	t.Parallel()
-	l := newSwiftLab(t)
+	swiftMarksABrokenRecord(t, &newSwiftLab(t).swiftEnv)
+}
+
+func swiftMarksABrokenRecord(t *testing.T, l *swiftEnv) {
+	t.Helper()
 	missing, short, changed := swiftRecord("c", swiftTime), swiftRecord("c", swiftTime.Add(-time.Hour)), swiftRecord("c", swiftTime.Add(-2*time.Hour))
 	swiftPut(t, l.target, missing, "gone")
 	swiftPut(t, l.target, short, "full length")
 	swiftPut(t, l.target, changed, "the sealed bundle")
-	if err := objects.Delete(t.Context(), l.demo, swiftContainer, missing.Name, nil).Err; err != nil {
+	if err := objects.Delete(t.Context(), l.demo, l.container, missing.Name, nil).Err; err != nil {
 		t.Fatal(err)
 	}
-	putObject(t, l.demo, short.Name, "short")
-	putObject(t, l.demo, changed.Name, "the sealed bUndle")
+	l.putObject(t, short.Name, "short")
+	l.putObject(t, changed.Name, "the sealed bUndle")
 	recs, err := l.target.List(t.Context(), "c")
 	if err != nil {
 		t.Fatal(err)
@@ -269,7 +296,7 @@ func TestSwiftTargetMarksABrokenRecord(t *testing.T) {
 	if err := l.target.Delete(t.Context(), missing.Name); err != nil {
 		t.Errorf("Delete of a record whose bundle is gone: %v", err)
 	}
-	putObject(t, l.demo, short.Name+backup.RecordExt, "{")
+	l.putObject(t, short.Name+backup.RecordExt, "{")
 	if _, err := l.target.List(t.Context(), "c"); err == nil || !strings.Contains(err.Error(), short.Name+backup.RecordExt) {
 		t.Errorf("List with a broken record = %v, want an error naming it", err)
 	}
@@ -329,8 +356,8 @@ func TestSwiftTargetRecordFailureLeavesNoBundle(t *testing.T) {
 	inj := labnet.NewInjector(labnet.Knobs{Faults: []labnet.Fault{
 		{Service: labos.Swift, Method: http.MethodPut, PathPrefix: "/v1/", Nth: 3, Status: http.StatusForbidden},
 	}})
-	l := &swiftLab{computeLab: newComputeLab(t, labos.Config{Injector: inj}, threeCPs)}
-	target, err := l.cloud.BackupContainer(t.Context(), swiftContainer)
+	lab := newComputeLab(t, labos.Config{Injector: inj}, threeCPs)
+	target, err := lab.cloud.BackupContainer(t.Context(), swiftContainer)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -338,8 +365,9 @@ func TestSwiftTargetRecordFailureLeavesNoBundle(t *testing.T) {
 	if err := target.Put(t.Context(), rec, strings.NewReader("bundle")); err == nil || !strings.Contains(err.Error(), "store backup record") {
 		t.Fatalf("Put with its record refused = %v", err)
 	}
-	assertNoObject(t, objectClient(t, l.lab, "demo"), rec.Name)
-	puts := l.lab.Recorder().Counts(func(c labnet.Call) string { return c.Service + " " + c.Method })
+	l := swiftEnv{demo: objectClient(t, lab.lab, "demo"), container: swiftContainer}
+	l.assertNoObject(t, rec.Name)
+	puts := lab.lab.Recorder().Counts(func(c labnet.Call) string { return c.Service + " " + c.Method })
 	if puts["swift PUT"] != 3 || puts["swift DELETE"] != 1 {
 		t.Errorf("recorded %v, want the container, bundle and record PUTs and the bundle's DELETE", puts)
 	}
