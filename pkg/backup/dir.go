@@ -37,7 +37,7 @@ func (d dirTarget) Put(ctx context.Context, rec Record, bundle io.Reader) error 
 	dg := NewDigest()
 	bundlePath := filepath.Join(d.path, rec.Name)
 	err := atomicfile.WriteFrom(bundlePath, ctxReader{ctx, io.TeeReader(bundle, dg)}, atomicfile.Options{
-		Mode: 0o600,
+		Mode:         0o600,
 		BeforeCommit: func(string) error { return dg.Complete(&rec) },
 	})
 	if err != nil {

@@ -51,7 +51,9 @@ func TestSwiftTargetAgainstRealSwift(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			l := &swiftEnv{demo: sc, container: run + "-" + strings.ToLower(name)}
-			l.open = func(_ *testing.T, container string) backup.Target { return openstack.NewSwiftTarget(sc, container, "c") }
+			l.open = func(_ *testing.T, container string) backup.Target {
+				return openstack.NewSwiftTarget(sc, container, "c")
+			}
 			l.target = l.open(t, l.container)
 			body(t, l)
 		})
