@@ -69,19 +69,29 @@ func swiftCheck(c *call) *apiError {
 	return nil
 }
 
+// swiftLocked is s.swift(h) with h run under the store's lock.
+func (s *Cloud) swiftLocked(h handler) http.HandlerFunc {
+	return s.swift(func(c *call) (any, error) {
+		s.swiftStore.mu.Lock()
+		defer s.swiftStore.mu.Unlock()
+		return h(c)
+	})
+}
+
 func (s *Cloud) swiftMux() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /info", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"swift": map[string]any{"version": "2.30.1", "container_listing_limit": swiftListLimit}})
 	})
-	mux.HandleFunc("GET /v1/{account}", s.swift(s.swiftAccount))
-	mux.HandleFunc("PUT /v1/{account}/{container}", s.swift(s.swiftPutContainer))
-	mux.HandleFunc("POST /v1/{account}/{container}", s.swift(s.swiftPostContainer))
-	mux.HandleFunc("GET /v1/{account}/{container}", s.swift(s.swiftGetContainer))
-	mux.HandleFunc("DELETE /v1/{account}/{container}", s.swift(s.swiftDeleteContainer))
+	mux.HandleFunc("GET /v1/{account}", s.swiftLocked(s.swiftStore.swiftAccount))
+	mux.HandleFunc("GET /v1/{account}/{$}", s.swiftLocked(s.swiftStore.swiftAccount))
+	mux.HandleFunc("PUT /v1/{account}/{container}", s.swiftLocked(s.swiftStore.swiftPutContainer))
+	mux.HandleFunc("POST /v1/{account}/{container}", s.swiftLocked(s.swiftStore.swiftPostContainer))
+	mux.HandleFunc("GET /v1/{account}/{container}", s.swiftLocked(s.swiftStore.swiftGetContainer))
+	mux.HandleFunc("DELETE /v1/{account}/{container}", s.swiftLocked(s.swiftStore.swiftDeleteContainer))
 	mux.HandleFunc("PUT /v1/{account}/{container}/{object...}", s.swift(s.swiftPutObject))
 	mux.HandleFunc("GET /v1/{account}/{container}/{object...}", s.swift(s.swiftGetObject))
-	mux.HandleFunc("DELETE /v1/{account}/{container}/{object...}", s.swift(s.swiftDeleteObject))
+	mux.HandleFunc("DELETE /v1/{account}/{container}/{object...}", s.swiftLocked(s.swiftStore.swiftDeleteObject))
 	mux.HandleFunc("/", s.catchAll(Swift))
 	return mux
 }
@@ -107,10 +117,7 @@ func (st *swiftStore) container(c *call) (*swiftContainer, *apiError) {
 
 // swiftAccount serves HEAD and GET of the account: its counts and, for
 // GET, its containers.
-func (s *Cloud) swiftAccount(c *call) (any, error) {
-	st := s.swiftStore
-	st.mu.Lock()
-	defer st.mu.Unlock()
+func (st *swiftStore) swiftAccount(c *call) (any, error) {
 	a := st.account(c.t.project)
 	var objects, bytes int64
 	var rows []map[string]any
@@ -136,10 +143,7 @@ func (ct *swiftContainer) usage() (n, b int64) {
 
 // swiftPutContainer creates a container (201) or updates the metadata of
 // an existing one (202).
-func (s *Cloud) swiftPutContainer(c *call) (any, error) {
-	st := s.swiftStore
-	st.mu.Lock()
-	defer st.mu.Unlock()
+func (st *swiftStore) swiftPutContainer(c *call) (any, error) {
 	a := st.account(c.t.project)
 	name := c.r.PathValue("container")
 	if len(name) > 256 || strings.Contains(name, "/") {
@@ -159,10 +163,7 @@ func (s *Cloud) swiftPutContainer(c *call) (any, error) {
 
 // swiftPostContainer updates a container's metadata (an empty value
 // removes a key).
-func (s *Cloud) swiftPostContainer(c *call) (any, error) {
-	st := s.swiftStore
-	st.mu.Lock()
-	defer st.mu.Unlock()
+func (st *swiftStore) swiftPostContainer(c *call) (any, error) {
 	ct, e := st.container(c)
 	if e != nil {
 		return nil, e
@@ -187,10 +188,7 @@ func setMeta(meta map[string]string, h http.Header, prefix string) {
 
 // swiftGetContainer serves HEAD and GET of a container: its metadata and
 // counts and, for GET, its objects (prefix, marker, end_marker, limit).
-func (s *Cloud) swiftGetContainer(c *call) (any, error) {
-	st := s.swiftStore
-	st.mu.Lock()
-	defer st.mu.Unlock()
+func (st *swiftStore) swiftGetContainer(c *call) (any, error) {
 	ct, e := st.container(c)
 	if e != nil {
 		return nil, e
@@ -251,10 +249,7 @@ func swiftListing(c *call, rows []map[string]any) any {
 
 // swiftDeleteContainer deletes an empty container (409 when it holds
 // objects).
-func (s *Cloud) swiftDeleteContainer(c *call) (any, error) {
-	st := s.swiftStore
-	st.mu.Lock()
-	defer st.mu.Unlock()
+func (st *swiftStore) swiftDeleteContainer(c *call) (any, error) {
 	ct, e := st.container(c)
 	if e != nil {
 		return nil, e
@@ -341,10 +336,7 @@ func (s *Cloud) swiftGetObject(c *call) (any, error) {
 }
 
 // swiftDeleteObject deletes an object (404 when there is none).
-func (s *Cloud) swiftDeleteObject(c *call) (any, error) {
-	st := s.swiftStore
-	st.mu.Lock()
-	defer st.mu.Unlock()
+func (st *swiftStore) swiftDeleteObject(c *call) (any, error) {
 	ct, e := st.container(c)
 	if e != nil {
 		return nil, e
