@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -121,9 +122,12 @@ func (st *swiftStore) swiftAccount(c *call) (any, error) {
 	a := st.account(c.t.project)
 	var objects, bytes int64
 	var rows []map[string]any
-	for _, name := range slices.Sorted(maps.Keys(a)) {
-		n, b := a[name].usage()
+	for _, ct := range a {
+		n, b := ct.usage()
 		objects, bytes = objects+n, bytes+b
+	}
+	for _, name := range swiftPage(c.r.URL.Query(), a) {
+		n, b := a[name].usage()
 		rows = append(rows, map[string]any{"name": name, "count": n, "bytes": b, "last_modified": a[name].created.UTC().Format(swiftTimeList)})
 	}
 	h := c.w.Header()
@@ -172,9 +176,14 @@ func (st *swiftStore) swiftPostContainer(c *call) (any, error) {
 	return noContent(), nil
 }
 
-// setMeta copies the request's prefix headers into meta.
+// setMeta copies the request's prefix headers into meta; an empty value
+// or an X-Remove-<prefix> header removes the key.
 func setMeta(meta map[string]string, h http.Header, prefix string) {
 	for k, vs := range h {
+		if key, ok := strings.CutPrefix(k, "X-Remove-"); ok && strings.HasPrefix("X-"+key, prefix) {
+			delete(meta, "X-"+key)
+			continue
+		}
 		if !strings.HasPrefix(k, prefix) || len(vs) == 0 {
 			continue
 		}
@@ -201,19 +210,8 @@ func (st *swiftStore) swiftGetContainer(c *call) (any, error) {
 	h.Set("X-Container-Object-Count", strconv.FormatInt(n, 10))
 	h.Set("X-Container-Bytes-Used", strconv.FormatInt(b, 10))
 	h.Set("X-Timestamp", swiftTimestamp(ct.created))
-	q := c.r.URL.Query()
-	limit := swiftListLimit
-	if l, err := strconv.Atoi(q.Get("limit")); err == nil && l > 0 && l < limit {
-		limit = l
-	}
 	var rows []map[string]any
-	for _, name := range slices.Sorted(maps.Keys(ct.objects)) {
-		if !strings.HasPrefix(name, q.Get("prefix")) || name <= q.Get("marker") || (q.Get("end_marker") != "" && name >= q.Get("end_marker")) {
-			continue
-		}
-		if len(rows) == limit {
-			break
-		}
+	for _, name := range swiftPage(c.r.URL.Query(), ct.objects) {
 		o := ct.objects[name]
 		rows = append(rows, map[string]any{
 			"name": name, "hash": o.etag, "bytes": len(o.data), "content_type": o.contentType,
@@ -221,6 +219,27 @@ func (st *swiftStore) swiftGetContainer(c *call) (any, error) {
 		})
 	}
 	return swiftListing(c, rows), nil
+}
+
+// swiftPage is the page of m's names a listing's query asks for: those
+// with its prefix, after its marker and before its end_marker, sorted,
+// at most its limit (and the proxy's).
+func swiftPage[T any](q url.Values, m map[string]T) []string {
+	limit := swiftListLimit
+	if l, err := strconv.Atoi(q.Get("limit")); err == nil && l > 0 && l < limit {
+		limit = l
+	}
+	var page []string
+	for _, name := range slices.Sorted(maps.Keys(m)) {
+		if !strings.HasPrefix(name, q.Get("prefix")) || name <= q.Get("marker") || (q.Get("end_marker") != "" && name >= q.Get("end_marker")) {
+			continue
+		}
+		if len(page) == limit {
+			break
+		}
+		page = append(page, name)
+	}
+	return page
 }
 
 // swiftListing answers a listing: JSON with ?format=json or Accept:
