@@ -372,3 +372,49 @@ func TestSwiftTargetRecordFailureLeavesNoBundle(t *testing.T) {
 		t.Errorf("recorded %v, want the container, bundle and record PUTs and the bundle's DELETE", puts)
 	}
 }
+
+// corruptingTransport flips the first byte of every bundle PUT on the
+// way to Swift, as a broken proxy or disk would.
+type corruptingTransport struct{}
+
+func (corruptingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method == http.MethodPut && strings.HasSuffix(req.URL.Path, backup.Ext) && req.Body != nil {
+		req = req.Clone(req.Context())
+		req.Body = &flipFirst{ReadCloser: req.Body}
+	}
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+type flipFirst struct {
+	io.ReadCloser
+	done bool
+}
+
+func (f *flipFirst) Read(p []byte) (int, error) {
+	n, err := f.ReadCloser.Read(p)
+	if n > 0 && !f.done {
+		p[0] ^= 0x20
+		f.done = true
+	}
+	return n, err
+}
+
+// TestSwiftTargetChecksWhatSwiftStored: a bundle that reached Swift
+// other than it was sent (its ETag is not the MD5 of what was sent) is
+// refused and deleted, before any record is written.
+func TestSwiftTargetChecksWhatSwiftStored(t *testing.T) {
+	t.Parallel()
+	lab := newComputeLab(t, labos.Config{}, threeCPs)
+	lab.connect(t, openstack.Options{HTTPClient: &http.Client{Transport: corruptingTransport{}}})
+	target, err := lab.cloud.BackupContainer(t.Context(), swiftContainer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := swiftRecord("c", swiftTime)
+	if err := target.Put(t.Context(), rec, strings.NewReader("the sealed bundle")); err == nil || !strings.Contains(err.Error(), "were sent") {
+		t.Fatalf("Put of a bundle Swift stored otherwise = %v", err)
+	}
+	l := swiftEnv{demo: objectClient(t, lab.lab, "demo"), container: swiftContainer}
+	l.assertNoObject(t, rec.Name)
+	l.assertNoObject(t, rec.Name+backup.RecordExt)
+}
