@@ -1,7 +1,10 @@
 // Package openstack is the lab's OpenStack: Keystone v3, Nova, Neutron,
-// Glance and Cinder served in-process from one loopback listener, the
-// services routed by path prefix (/identity, /compute/v2.1, /network,
-// /image, /volume/v3/<project>), with a service catalog pointing at itself.
+// Glance, Cinder and Swift's object API served in-process from one
+// loopback listener, the services routed by path prefix (/identity,
+// /compute/v2.1, /network, /image, /volume/v3/<project>,
+// /object/v1/AUTH_<project>), with a service catalog pointing at itself.
+// Swift keeps objects in memory, its ETag the MD5, each account reachable
+// only with a token of its project (swift.go).
 // gophercloud and the openstack CLI work against it unmodified.
 //
 // It follows the real lab in ../shared/openstack-lab (Debian 12, Zed): the
@@ -27,9 +30,9 @@
 // simulation can boot nodes and serve floating IPs.
 //
 // Every request goes through labnet.Middleware (recorded under the service
-// names Keystone, Nova, Neutron, Glance and Cinder, with paths as the real
-// service sees them, e.g. "/v2.1/servers"), so every endpoint can be given
-// latency, 5xx errors, hangs and scripted faults.
+// names Keystone, Nova, Neutron, Glance, Cinder and Swift, with paths as
+// the real service sees them, e.g. "/v2.1/servers"), so every endpoint can
+// be given latency, 5xx errors, hangs and scripted faults.
 //
 // Not simulated (write it down when relying on something near it):
 //   - policy beyond admin vs. member (admin-only fields, router:external,
