@@ -112,8 +112,10 @@ func TestRemoveStaleMembers(t *testing.T) {
 			if !slices.Equal(fake.removed, tc.removed) || removed["t-controlplane-04"] != tc.planned {
 				t.Errorf("removed %v (decided %v), want %v", fake.removed, removed, tc.removed)
 			}
-			want := state.Change{Action: state.ActionDelete, Kind: KindEtcdMember, Name: "t-controlplane-04",
-				Detail: "id 0000000000000004: cluster.yaml does not desire it, its machine is gone, its Kubernetes node is NotReady; removed through t-controlplane-01"}
+			want := state.Change{
+				Action: state.ActionDelete, Kind: KindEtcdMember, Name: "t-controlplane-04",
+				Detail: "id 0000000000000004: cluster.yaml does not desire it, its machine is gone, its Kubernetes node is NotReady; removed through t-controlplane-01",
+			}
 			if got := slices.Contains(*changes, want); got != tc.planned || len(*changes) > 1 {
 				t.Errorf("plan %+v, want the member's removal %v", *changes, tc.planned)
 			}
