@@ -113,7 +113,8 @@ type staleMember struct {
 // id when its Kubernetes node is absent or NotReady; a Ready node, or a
 // node list that failed, may mean a discovery failure, not a dead node
 // (I-S5's rule), so it is kept and said, as is a member without a name
-// (I-S10: which node it is cannot be told).
+// (I-S10: which node it is cannot be told). None is removed unless the
+// rest are a majority of the list (majorityStays).
 func staleMembers(members []talosapi.Member, desired, machine func(string) bool, kube func(string) kubeState) []staleMember {
 	var out []staleMember
 	for _, m := range members {
@@ -132,5 +133,28 @@ func staleMembers(members []talosapi.Member, desired, machine func(string) bool,
 		}
 		out = append(out, s)
 	}
-	return out
+	return majorityStays(out, len(members))
+}
+
+// majorityStays keeps every stale member when those removed would not
+// leave a majority of the n members: a leader answered the list, so a
+// majority is alive; were the members whose machine is gone that many,
+// some of them must be alive, and the inventory's word proves nothing.
+func majorityStays(stale []staleMember, n int) []staleMember {
+	removed := 0
+	for _, s := range stale {
+		if s.remove {
+			removed++
+		}
+	}
+	if 2*removed < n {
+		return stale
+	}
+	for i := range stale {
+		if stale[i].remove {
+			stale[i].remove = false
+			stale[i].why = fmt.Sprintf("id %016x: %d of the %d members' machines are gone, yet a leader answered the member list, so some of them are alive; refusing to remove any", stale[i].member.ID, removed, n)
+		}
+	}
+	return stale
 }

@@ -3,6 +3,7 @@ package nodes
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -30,8 +31,8 @@ func TestStaleMembers(t *testing.T) {
 		want   string // "": not looked at; "remove" or "keep"
 		why    string
 	}{
-		{"desired", talosapi.Member{ID: 1, Hostname: "t-controlplane-01"}, kubeReady, "", ""},
-		{"machine still there: scale-down's", talosapi.Member{ID: 2, Hostname: "t-controlplane-02"}, kubeNotReady, "", ""},
+		{"desired", talosapi.Member{ID: 5, Hostname: "t-controlplane-01"}, kubeReady, "", ""},
+		{"machine still there: scale-down's", talosapi.Member{ID: 6, Hostname: "t-controlplane-02"}, kubeNotReady, "", ""},
 		{"machine gone, no node", talosapi.Member{ID: 3, Hostname: "t-controlplane-03"}, kubeAbsent, "remove", "id 0000000000000003: cluster.yaml does not desire it, its machine is gone, its Kubernetes node is absent"},
 		{"machine gone, node NotReady", talosapi.Member{ID: 3, Hostname: "t-controlplane-03"}, kubeNotReady, "remove", "its Kubernetes node is NotReady"},
 		{"machine gone, node Ready", talosapi.Member{ID: 3, Hostname: "t-controlplane-03"}, kubeReady, "keep", "its Kubernetes node is Ready: it may be a discovery failure"},
@@ -40,7 +41,8 @@ func TestStaleMembers(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			got := staleMembers([]talosapi.Member{tc.member}, desired, machine, func(string) kubeState { return tc.kube })
+			others := []talosapi.Member{{ID: 1, Hostname: "t-controlplane-01"}, {ID: 2, Hostname: "t-controlplane-02"}}
+			got := staleMembers(append(others, tc.member), desired, machine, func(string) kubeState { return tc.kube })
 			switch {
 			case tc.want == "" && len(got) != 0:
 				t.Errorf("looked at: %+v", got)
@@ -49,6 +51,45 @@ func TestStaleMembers(t *testing.T) {
 				t.Errorf("got %+v, want %s because %q", got, tc.want, tc.why)
 			}
 		})
+	}
+}
+
+// TestStaleMembersLeaveAMajority: members whose machines are gone are
+// removed only when the rest are a majority of the member list (a leader
+// answered it, so a majority is alive); else none is removed.
+func TestStaleMembersLeaveAMajority(t *testing.T) {
+	t.Parallel()
+	none := func(string) bool { return false }
+	absent := func(string) kubeState { return kubeAbsent }
+	cps := func(n int) []talosapi.Member {
+		var out []talosapi.Member
+		for i := 1; i <= n; i++ {
+			out = append(out, talosapi.Member{ID: uint64(i), Hostname: fmt.Sprintf("t-controlplane-%02d", i)})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		members, desired, removed int
+	}{
+		{3, 2, 1},
+		{5, 3, 2},
+		{3, 1, 0},
+		{2, 1, 0},
+		{5, 2, 0},
+	} {
+		desired := func(h string) bool { return h <= fmt.Sprintf("t-controlplane-%02d", tc.desired) }
+		removed := 0
+		for _, s := range staleMembers(cps(tc.members), desired, none, absent) {
+			switch {
+			case s.remove:
+				removed++
+			case !strings.Contains(s.why, "refusing to remove any"):
+				t.Errorf("%d members: kept %s because %q", tc.members, s.member.Hostname, s.why)
+			}
+		}
+		if removed != tc.removed {
+			t.Errorf("%d members, %d desired: %d removed, want %d", tc.members, tc.desired, removed, tc.removed)
+		}
 	}
 }
 
