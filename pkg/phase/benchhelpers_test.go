@@ -207,23 +207,30 @@ func (c *labCluster) run(b *testing.B, action string, flags ...string) {
 		if _, head := p.phase.(phase.Validator); head {
 			args = phase.ValidateArgs(action, flags)
 		}
-		var stdout, stderr bytes.Buffer
-		root := p.newCommand(cli.Streams{In: bytes.NewReader(doc), Out: &stdout, ErrOut: &stderr},
-			func(ctx context.Context, o *phase.Options, action string) error {
-				o.LookupEnv = c.lookupEnv
-				return o.Run(ctx, p.phase, action)
-			})
-		root.SetArgs(append(args, "-C", c.dir))
-		start := time.Now()
-		err := root.ExecuteContext(b.Context())
-		if testing.Verbose() {
-			b.Logf("tc-%s %s took %s; stderr:\n%s", p.phase.Name(), args[0], time.Since(start).Round(time.Millisecond), stderr.String())
-		}
-		if err != nil {
-			b.Fatalf("tc-%s %s: %v\nstderr:\n%s", p.phase.Name(), args[0], err, stderr.String())
-		}
-		doc = stdout.Bytes()
+		doc = c.runPhase(b, p, doc, args)
 	}
+}
+
+// runPhase runs p with args (the action first) in process, doc on its
+// stdin, and returns its stdout; it fails b with p's stderr.
+func (c *labCluster) runPhase(b *testing.B, p builtinPhase, doc []byte, args []string) []byte {
+	b.Helper()
+	var stdout, stderr bytes.Buffer
+	root := p.newCommand(cli.Streams{In: bytes.NewReader(doc), Out: &stdout, ErrOut: &stderr},
+		func(ctx context.Context, o *phase.Options, action string) error {
+			o.LookupEnv = c.lookupEnv
+			return o.Run(ctx, p.phase, action)
+		})
+	root.SetArgs(append(args, "-C", c.dir))
+	start := time.Now()
+	err := root.ExecuteContext(b.Context())
+	if testing.Verbose() {
+		b.Logf("tc-%s %s took %s; stderr:\n%s", p.phase.Name(), args[0], time.Since(start).Round(time.Millisecond), stderr.String())
+	}
+	if err != nil {
+		b.Fatalf("tc-%s %s: %v\nstderr:\n%s", p.phase.Name(), args[0], err, stderr.String())
+	}
+	return stdout.Bytes()
 }
 
 // callCounts are the calls the lab answered, by what answered them.

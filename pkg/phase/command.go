@@ -32,6 +32,8 @@ type Options struct {
 	Reboot bool
 	// NoBackup skips the backup before a risky change (plan and converge).
 	NoBackup bool
+	// Quiet prints nothing but errors (backup).
+	Quiet bool
 	// Confirmed are the removals a human confirmed (converge, validate).
 	Confirmed []string
 	// ExpiryWarning is how long before a certificate expires check warns.
@@ -114,6 +116,9 @@ cluster.yaml (in -C DIR) and the JSON state document of earlier phases on stdin
 			cmd.Flags().StringSliceVar(&o.Confirmed, "confirmed", nil, "confirm a scale-down of exactly these `NODES` (what the front door passes after asking); any other removal is asked again")
 			cmd.Flags().BoolVar(&o.Yes, "yes", false, "confirm a scale-down (a phase in a pipe cannot prompt; without it a removal is refused before anything changes)")
 		}
+		if a.name == ActionBackup {
+			cmd.Flags().BoolVarP(&o.Quiet, "quiet", "q", false, "print nothing but errors (for cron)")
+		}
 		if a.name == ActionDestroy {
 			cmd.Flags().BoolVar(&o.Yes, "yes", false, "confirm the destruction (a phase in a pipe cannot prompt)")
 			cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "report what would be removed, removing nothing")
@@ -158,7 +163,7 @@ func (o *Options) Run(ctx context.Context, p Phase, action string) error {
 	if err != nil {
 		return cli.Usage(err)
 	}
-	in := &Input{Config: cfg, State: doc, DryRun: dryRun, Reboot: o.Reboot, NoBackup: o.NoBackup, Yes: o.Yes, Confirmed: o.Confirmed, ExpiryWarning: o.ExpiryWarning, Out: out, Env: env}
+	in := &Input{Config: cfg, State: doc, DryRun: dryRun, Reboot: o.Reboot, NoBackup: o.NoBackup, Quiet: o.Quiet, Yes: o.Yes, Confirmed: o.Confirmed, ExpiryWarning: o.ExpiryWarning, Out: out, Env: env}
 	runErr := settle(o.perform(ctx, p, action, in, &sec), in, &sec)
 	if !quiet {
 		say(out, p.Name(), action, sec)

@@ -106,6 +106,8 @@ type Input struct {
 	// NoBackup skips the backup taken before a risky change (converge
 	// --no-backup).
 	NoBackup bool
+	// Quiet asks for no progress, only errors (backup --quiet).
+	Quiet bool
 	// Yes confirms a scale-down (converge --yes), whatever it removes.
 	Yes bool
 	// Confirmed confirms a scale-down of exactly these nodes (converge

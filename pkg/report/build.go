@@ -81,6 +81,9 @@ func Build(doc *state.Document, provider string, plugins []string, now time.Time
 		if f.Backup != nil {
 			rep.Backup = f.Backup
 		}
+		if f.Etcd != nil {
+			rep.Etcd = f.Etcd
+		}
 	}
 	return rep
 }

@@ -39,6 +39,7 @@ func TestBuild(t *testing.T) {
 		Nodes:        []report.Node{{Name: "c-cp-1", Ready: true}},
 		Certificates: []report.Certificate{{Name: "talos-ca", NotAfter: time.Date(2036, 1, 1, 0, 0, 0, 0, time.UTC)}},
 		Orphans:      &report.OrphanCheck{Done: true, Found: []report.Orphan{{Kind: "vm", Hostname: "c-worker-9", ID: "109"}}},
+		Etcd:         &report.EtcdCheck{Done: true, Members: []report.EtcdMember{{ID: "1", Hostname: "c-cp-1", Desired: true}}},
 	}
 	for _, tc := range []struct {
 		name       string
@@ -121,7 +122,7 @@ func TestBuild(t *testing.T) {
 	doc := state.New("c", "check")
 	put(t, doc, "nodes", state.StatusSucceeded, nodes, nil)
 	rep := report.Build(doc, "proxmox", plugins, time.Now())
-	if diff := cmp.Diff(nodes.Components, rep.Components); diff != "" || len(rep.Nodes) != 1 || len(rep.Certificates) != 1 || rep.Orphans == nil || len(rep.Orphans.Found) != 1 {
+	if diff := cmp.Diff(nodes.Components, rep.Components); diff != "" || len(rep.Nodes) != 1 || len(rep.Certificates) != 1 || rep.Orphans == nil || len(rep.Orphans.Found) != 1 || rep.Etcd == nil || len(rep.Etcd.Members) != 1 {
 		t.Errorf("the nodes findings are not carried: %+v %s", rep, diff)
 	}
 }

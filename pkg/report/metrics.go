@@ -99,10 +99,12 @@ func families(rep *CheckReport) []*family {
 	if rep.Pending != nil {
 		pending.add(float64(*rep.Pending))
 	}
-	backups := backupFamilies(rep.Backup)
 	at := &family{name: "check_timestamp_seconds", help: "When the check ran, in seconds since the Unix epoch."}
 	at.add(float64(rep.CheckedAt.Unix()))
-	return append([]*family{ok, incomplete, reasons, upToDate, drift, cordoned, ready, plugins, expiry, orphans, pending}, append(backups, at)...)
+	fams := []*family{ok, incomplete, reasons, upToDate, drift, cordoned, ready, plugins, expiry, orphans, pending}
+	fams = append(fams, backupFamilies(rep.Backup)...)
+	fams = append(fams, etcdFamilies(rep.Etcd)...)
+	return append(fams, at)
 }
 
 // backupFamilies are the newest backup's metrics; absent when no backup

@@ -40,6 +40,8 @@ type Findings struct {
 	// Backup is the newest backup against backup.max_age; nil when
 	// cluster.yaml configures no backup.
 	Backup *BackupCheck `json:"backup,omitempty"`
+	// Etcd is etcd's hygiene; nil when the phase does not look.
+	Etcd *EtcdCheck `json:"etcd,omitempty"`
 }
 
 // Item is one line of a check report.
@@ -175,6 +177,8 @@ type CheckReport struct {
 	Pending *int `json:"pending,omitempty"`
 	// Backup is the newest backup; nil when no backup is configured.
 	Backup *BackupCheck `json:"backup,omitempty"`
+	// Etcd is the nodes phase's etcd hygiene; nil when it did not run.
+	Etcd *EtcdCheck `json:"etcd,omitempty"`
 	// Sections are every phase's and plugin's report as it wrote it.
 	Sections map[string]Section `json:"sections"`
 	// Order is the sections' run order.

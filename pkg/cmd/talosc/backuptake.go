@@ -34,7 +34,7 @@ func addBackupRun(cmd *cobra.Command, g *Globals, runF func(context.Context, *Ba
 	f := cmd.Flags()
 	f.StringVarP(&o.Output, "output", "o", "text", "output format: text (quiet unless -v), json or yaml (the stored bundle's record)")
 	f.StringVar(&o.Textfile, "textfile", "", "also write the newest backup's metrics to `FILE` (node-exporter's textfile collector format, written atomically, also when the backup fails)")
-	f.BoolVarP(&o.Verbose, "verbose", "v", false, "say what was stored and pruned")
+	f.BoolVarP(&o.Verbose, "verbose", "v", false, "show each step's progress on stderr, and say what was stored and pruned")
 	cmd.Example = `  # Take a backup by hand
   kubectl talosc backup -C prod -v
 
@@ -54,7 +54,11 @@ func (o *BackupOptions) Run(ctx context.Context) error {
 	if s.cfg.Backup == nil {
 		return cli.Usagef("cluster.yaml has no backup section: run kubectl talosc backup init, which adds one with a new age recipient")
 	}
-	res, runErr := s.runPipeline(ctx, []stage{{phase.Nodes, []string{phase.ActionBackup}}}, state.New(s.cfg.Name, phase.ActionBackup))
+	args := []string{phase.ActionBackup}
+	if !o.Verbose {
+		args = append(args, "--quiet")
+	}
+	res, runErr := s.runPipeline(ctx, []stage{{phase.Nodes, args}}, state.New(s.cfg.Name, phase.ActionBackup))
 	var took sections.Backup
 	if runErr == nil {
 		runErr = tookBackup(res, &took)

@@ -62,6 +62,7 @@ type Talos interface {
 	EtcdRemoveMember(ctx context.Context, node string, id uint64) error
 	EtcdForfeitLeadership(ctx context.Context, node string) error
 	EtcdSnapshot(ctx context.Context, node string, f *os.File) (int64, error)
+	EtcdStatus(ctx context.Context, node string) (talosapi.EtcdStatus, error)
 	Reset(ctx context.Context, node string, o talosapi.ResetOptions) error
 	Health(ctx context.Context, o talosapi.HealthOptions) error
 	Schematic(ctx context.Context, node string) (string, error)

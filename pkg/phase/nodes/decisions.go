@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/talosc/talosc/pkg/config"
+	"github.com/talosc/talosc/pkg/talos/talosapi"
 )
 
 // neverRebootsOnApply reports a Talos that applies every configuration
@@ -93,4 +94,67 @@ func planRemoval(f removalFacts) (removal, error) {
 	}
 	r.etcdEvidence = f.controlPlane
 	return r, nil
+}
+
+// staleMember is an etcd member no desired control plane explains, and
+// whether converge removes it (why says why, or why not).
+type staleMember struct {
+	member talosapi.Member
+	remove bool
+	why    string
+}
+
+// staleMembers decides, from a member list that proves who is a member
+// (a surviving control plane's, which needs a leader: survivor.members,
+// I-S9, I-S10, I-S15), what becomes of each member cluster.yaml does not
+// desire. Members of desired control planes are not its business, nor
+// are those whose machine the inventory still holds (machine: scale-down
+// resets and removes them). A member whose machine is gone is removed by
+// id when its Kubernetes node is absent or NotReady; a Ready node, or a
+// node list that failed, may mean a discovery failure, not a dead node
+// (I-S5's rule), so it is kept and said, as is a member without a name
+// (I-S10: which node it is cannot be told). None is removed unless the
+// rest are a majority of the list (majorityStays).
+func staleMembers(members []talosapi.Member, desired, machine func(string) bool, kube func(string) kubeState) []staleMember {
+	var out []staleMember
+	for _, m := range members {
+		if desired(m.Hostname) || machine(m.Hostname) {
+			continue
+		}
+		s := staleMember{member: m}
+		switch k := kube(m.Hostname); {
+		case m.Hostname == "":
+			s.why = fmt.Sprintf("id %016x: %v", m.ID, errUnnamedMember)
+		case k == kubeAbsent || k == kubeNotReady:
+			s.remove = true
+			s.why = fmt.Sprintf("id %016x: cluster.yaml does not desire it, its machine is gone, its Kubernetes node is %s", m.ID, k)
+		default:
+			s.why = fmt.Sprintf("id %016x: cluster.yaml does not desire it and its machine is gone, but its Kubernetes node is %s: it may be a discovery failure, not a dead node; remove the member by hand once it is known to be gone", m.ID, k)
+		}
+		out = append(out, s)
+	}
+	return majorityStays(out, len(members))
+}
+
+// majorityStays keeps every stale member when those removed would not
+// leave a majority of the n members: a leader answered the list, so a
+// majority is alive; were the members whose machine is gone that many,
+// some of them must be alive, and the inventory's word proves nothing.
+func majorityStays(stale []staleMember, n int) []staleMember {
+	removed := 0
+	for _, s := range stale {
+		if s.remove {
+			removed++
+		}
+	}
+	if 2*removed < n {
+		return stale
+	}
+	for i := range stale {
+		if stale[i].remove {
+			stale[i].remove = false
+			stale[i].why = fmt.Sprintf("id %016x: %d of the %d members' machines are gone, yet a leader answered the member list, so some of them are alive; refusing to remove any", stale[i].member.ID, removed, n)
+		}
+	}
+	return stale
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/phase/preflight"
 	"github.com/talosc/talosc/pkg/state"
 	"github.com/talosc/talosc/pkg/talos/talosapi"
@@ -21,10 +22,11 @@ import (
 // starts; one that cannot be decided safely refuses them all.
 func (r *run) scaleDown(ctx context.Context) error {
 	removals := preflight.Removals(r.cfg, r.obs.inv, r.obs.nodes)
-	if len(removals) == 0 {
-		return nil
-	}
 	if err := onlyConfirmed(removals, r.confirmed); err != nil {
+		return err
+	}
+	removedMembers, err := r.removeStaleMembers(ctx)
+	if err != nil || len(removals) == 0 {
 		return err
 	}
 	ops := make([]op, 0, len(removals))
@@ -35,7 +37,9 @@ func (r *run) scaleDown(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if d.etcdEvidence {
+		// A member removeStaleMembers removed (or, in a plan, would
+		// remove) was proven gone from the same member list.
+		if d.etcdEvidence && !removedMembers[d.host] {
 			if err := r.survivor().provedGone(ctx, d.host); err != nil {
 				return err
 			}
@@ -80,17 +84,55 @@ func (o *observed) removalFacts(rm preflight.Removal) removalFacts {
 	f := removalFacts{host: rm.Name, controlPlane: rm.ControlPlane}
 	_, f.machine = o.inv.Find(rm.Name)
 	f.address, _ = o.address(rm.Name)
-	switch n, ok := o.kubeNode(rm.Name); {
-	case o.nodesErr != nil:
-		f.kube = kubeUnknown
-	case !ok:
-		f.kube = kubeAbsent
-	case n.Ready:
-		f.kube = kubeReady
-	default:
-		f.kube = kubeNotReady
-	}
+	f.kube = o.kubeState(rm.Name)
 	return f
+}
+
+// kubeState is host's Kubernetes node's state as a removal sees it.
+func (o *observed) kubeState(host string) kubeState {
+	switch n, ok := o.kubeNode(host); {
+	case o.nodesErr != nil:
+		return kubeUnknown
+	case !ok:
+		return kubeAbsent
+	case n.Ready:
+		return kubeReady
+	}
+	return kubeNotReady
+}
+
+// removeStaleMembers removes by id, through the surviving control plane,
+// the etcd members cluster.yaml does not desire and whose machine is gone
+// (staleMembers), one at a time after the backup before a risky change,
+// and returns their hostnames. Only a member list that proves who is a
+// member (survivor.members: a leader answered, it names the survivor, no
+// member is unnamed) is evidence: when there is none, nothing is
+// removed and the run says so.
+func (r *run) removeStaleMembers(ctx context.Context) (map[string]bool, error) {
+	etcd := r.survivor()
+	members, err := etcd.members(ctx)
+	if err != nil {
+		r.in.Out.Warn("etcd members whose machine is gone are not looked for: the member list of %s proves nothing: %v", etcd.host, err)
+		return nil, nil
+	}
+	desired := func(host string) bool {
+		return slices.ContainsFunc(r.desired, func(m config.Machine) bool { return m.Hostname == host })
+	}
+	machine := func(host string) bool { _, ok := r.obs.inv.Find(host); return ok }
+	removed := map[string]bool{}
+	var ops []op
+	for _, s := range staleMembers(members, desired, machine, r.obs.kubeState) {
+		if !s.remove {
+			r.in.Out.Warn("not removing etcd member %s (%s)", s.member.Hostname, s.why)
+			continue
+		}
+		removed[s.member.Hostname] = true
+		ops = append(ops, op{host: s.member.Hostname, controlPlane: true, actions: []action{{
+			change: &state.Change{Action: state.ActionDelete, Kind: KindEtcdMember, Name: s.member.Hostname, Detail: s.why + "; removed through " + etcd.host},
+			fn:     func(ctx context.Context) error { return etcd.remove(ctx, s.member.ID) },
+		}}})
+	}
+	return removed, r.executor().execute(ctx, policy{what: "removing etcd member", guard: guardControlPlanes}, ops)
 }
 
 // removalOp is one node's removal: drain, reset, Node delete, machine

@@ -59,6 +59,15 @@ func Take(tb testing.TB, keys map[string]string) string {
 	return path
 }
 
+// Endpoint starts an embedded etcd, stopped when tb ends, and returns its
+// client URL (what the lab's Options.EtcdEndpoint hands a cluster).
+func Endpoint(tb testing.TB) string {
+	tb.Helper()
+	e := start(tb)
+	tb.Cleanup(e.Close)
+	return "http://" + e.Clients[0].Addr().String()
+}
+
 // start runs a single-member etcd; a port taken between choosing and
 // binding it is retried on new ports.
 func start(tb testing.TB) *embed.Etcd {

@@ -46,7 +46,10 @@ func Run(ctx context.Context, in *phase.Input) (sections.Backup, error) {
 		return sections.Backup{}, err
 	}
 	defer t.Close()
-	o := Options{Config: cfg, Talos: t, ControlPlanes: cps, Cloud: in.ObjectStore, Progress: in.Out.Info}
+	o := Options{Config: cfg, Talos: t, ControlPlanes: cps, Cloud: in.ObjectStore}
+	if !in.Quiet {
+		o.Progress = in.Out.Info
+	}
 	if path, ok := phase.ClientFile(cfg, config.KubeconfigFile); ok {
 		if kc, err := live.OpenKube(in.Env)(path); err == nil {
 			o.Kube = kc

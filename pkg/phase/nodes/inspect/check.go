@@ -15,6 +15,7 @@ import (
 	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/kube"
 	"github.com/talosc/talosc/pkg/phase"
+	"github.com/talosc/talosc/pkg/phase/live"
 	"github.com/talosc/talosc/pkg/releases"
 	"github.com/talosc/talosc/pkg/report"
 	"github.com/talosc/talosc/pkg/talos/factory"
@@ -24,7 +25,7 @@ import (
 // running nodes, and reports drift and cordons. It needs no provider
 // credentials: Talos releases come from the Image Factory, Kubernetes
 // releases from the kubelet image repository, the running versions from the
-// kubeconfig.
+// kubeconfig, etcd's hygiene through talosconfig's endpoint (etcd).
 func Check(ctx context.Context, in *phase.Input) (phase.Report, error) {
 	var rep checkReport
 	cfg := in.Config
@@ -52,6 +53,7 @@ func Check(ctx context.Context, in *phase.Input) (phase.Report, error) {
 		rep.Items = append(rep.Items, backupFinding(b, cfg.Dir))
 	}
 	rep.orphans(ctx, in)
+	rep.etcd(ctx, cfg, live.DialTalos(in.Env))
 	path, ok := phase.ClientFile(cfg, config.KubeconfigFile)
 	if !ok {
 		rep.Incomplete = append(rep.Incomplete, "no kubeconfig yet (has converge run?); no node versions known")
