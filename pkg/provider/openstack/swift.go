@@ -287,3 +287,5 @@ func (s swiftTarget) Delete(ctx context.Context, name string) error {
 	}
 	return fmt.Errorf("delete backup %s in %s: %w", name, s, err)
 }
+
+var _ backup.ObjectStore = (*Cloud)(nil)
