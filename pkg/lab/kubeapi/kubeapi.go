@@ -95,9 +95,9 @@ type Server struct {
 	proc   *process
 	// etcdLost: LoseEtcd stopped the apiserver; closed: Close did.
 	etcdLost, closed bool
-	front    *frontDoor
-	frontSrv *http.Server
-	gate     *gate
+	front            *frontDoor
+	frontSrv         *http.Server
+	gate             *gate
 	// primary is the host of addr (gate's); more serves the others.
 	primary netip.Addr
 	more    *addresses
