@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -28,8 +30,9 @@ import (
 
 // TestEtcdRestoreFromSnapshot is Talos's disaster recovery on the lab,
 // through machinery's client: a snapshot holding ConfigMap A (B comes
-// after it); a reset wiping EPHEMERAL on every control plane loses the
-// cluster's etcd (the API serves neither); Bootstrap with RecoverEtcd
+// after it); a reset wiping EPHEMERAL on two control planes and the
+// lab's out-of-band wipe of the third lose the cluster's etcd (the API
+// serves neither); Bootstrap with RecoverEtcd
 // fails in the etcd service without an upload and with a corrupted one;
 // EtcdRecover + Bootstrap{RecoverEtcd} on cp-01 brings back A and not B,
 // at a revision not below the snapshot's, and the others join; a node
@@ -58,9 +61,9 @@ func TestEtcdRestoreFromSnapshot(t *testing.T) {
 	}
 	createConfigMap(t, b.kube, "b")
 
-	for _, cp := range b.controlPlanes {
-		wipeEphemeral(t, c, cp)
-	}
+	wipeEphemeral(t, c, b.controlPlanes[0])
+	wipeEphemeral(t, c, b.controlPlanes[1])
+	wipeOutOfBand(t, l, b.controlPlanes[2])
 	for _, cp := range b.controlPlanes {
 		waitEtcdService(t, c, cp, "Preparing", "Running pre state")
 	}
@@ -152,6 +155,17 @@ func serves(ctx context.Context, kube kubernetes.Interface, a, b bool) error {
 		}
 	}
 	return nil
+}
+
+// wipeOutOfBand loses the node's EPHEMERAL through the lab's control
+// API (a failed disk).
+func wipeOutOfBand(t *testing.T, l *lab.Lab, addr netip.Addr) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	l.ControlHandler().ServeHTTP(rec, httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/nodes/"+addr.String()+"/wipe-ephemeral", http.NoBody))
+	if rec.Code != http.StatusNoContent {
+		t.Fatalf("wipe-ephemeral %s: %d %s", addr, rec.Code, rec.Body)
+	}
 }
 
 // wipeEphemeral resets the node's EPHEMERAL (etcd's data), not

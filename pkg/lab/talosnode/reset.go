@@ -147,3 +147,15 @@ func (n *Node) wipe(g uint64, r resetSeq) {
 		f.after(wait, func() { n.bootDone(ng) })
 	}
 }
+
+// WipeEphemeral loses the node's EPHEMERAL out of band, as a failed disk
+// or an operator's mistake does: etcd's data (and an uploaded recovery
+// snapshot) are gone, no etcd leave, and a running node reboots with its
+// configuration; the last control plane of a cluster holding etcd data
+// takes the cluster's etcd with it (Options.EtcdLost).
+func (n *Node) WipeEphemeral() {
+	n.fleet.mu.Lock()
+	g := n.gen
+	n.fleet.mu.Unlock()
+	n.wipe(g, resetSeq{gen: g, reboot: true, wipeEphemeral: true})
+}
