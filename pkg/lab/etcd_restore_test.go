@@ -37,7 +37,8 @@ import (
 // EtcdRecover + Bootstrap{RecoverEtcd} on cp-01 brings back A and not B,
 // at a revision not below the snapshot's, and the others join; a node
 // with data refuses the bootstrap; LosesRestoreAtReboot loses A at
-// cp-01's reboot, not at another's.
+// cp-01's reboot, not at another's; every etcd lost again, a plain
+// bootstrap serves an empty cluster.
 func TestEtcdRestoreFromSnapshot(t *testing.T) {
 	t.Parallel()
 	needKubeAPIServer(t)
@@ -91,6 +92,14 @@ func TestEtcdRestoreFromSnapshot(t *testing.T) {
 	}
 
 	losesAtReboot(t, c, b, kube)
+
+	// every etcd lost again, a plain bootstrap starts an empty one
+	for _, cp := range b.controlPlanes {
+		wipeOutOfBand(t, l, cp)
+	}
+	waitEtcdService(t, c, b.controlPlanes[0], "Preparing", "Running pre state")
+	bootstrap(t, tc, nctx)
+	eventually(t, "a new, empty etcd after a bootstrap", time.Minute, func() error { return serves(ctx, kube, false, false) })
 }
 
 // recoverRefusals: Bootstrap{RecoverEtcd} answers, then the etcd
