@@ -304,17 +304,6 @@ func (s *Server) Kubeconfig() ([]byte, error) {
 	return b, nil
 }
 
-// Exited is closed when the current apiserver process has exited (one
-// RestartOnEtcd or LoseEtcd stops included).
-func (s *Server) Exited() <-chan struct{} { return s.process().exited }
-
-// process is the current apiserver process.
-func (s *Server) process() *process {
-	s.procMu.Lock()
-	defer s.procMu.Unlock()
-	return s.proc
-}
-
 // Close stops the lab's controllers and kubelet, the front door and the
 // apiserver (SIGTERM, then SIGKILL after 15 s). It is safe to call more
 // than once.

@@ -11,6 +11,17 @@ import (
 // errClosed refuses a restart of a closed Server.
 var errClosed = errors.New("kubeapi: the server is closed")
 
+// Exited is closed when the current apiserver process has exited (one
+// RestartOnEtcd or LoseEtcd stops included).
+func (s *Server) Exited() <-chan struct{} { return s.process().exited }
+
+// process is the current apiserver process.
+func (s *Server) process() *process {
+	s.procMu.Lock()
+	defer s.procMu.Unlock()
+	return s.proc
+}
+
 // LoseEtcd stops the apiserver and moves its etcd's data away (to
 // DataDir/etcd.lost), as when the disk of every member of a cluster's
 // etcd is wiped: the API's address stays open, but no request reaches an
