@@ -161,7 +161,15 @@ func (s *scriptLab) networks() (cluster, external string) {
 //	                             order
 //	lab knob NAME JSON           replace the fault knobs of the Talos node of
 //	                             Proxmox VM NAME (talosnode.Knobs as JSON,
-//	                             e.g. {"neverBoots": true})
+//	                             e.g. {"neverBoots": true};
+//	                             {"losesRestoreAtReboot": true} on every
+//	                             control plane: a restored etcd is lost at
+//	                             the recovered node's next reboot)
+//	lab wipe-etcd NAME...        the EPHEMERAL of each Talos node NAME is
+//	                             lost out of band: its etcd data without a
+//	                             leave, it reboots with its configuration
+//	                             (a majority loses quorum, all the etcd;
+//	                             lab_restore_test.go)
 //	lab volumes N                N Cinder volumes in the project, owned or not
 //	lab etcd-members DIR NAME... the etcd members (talosctl etcd members,
 //	                             through DIR's talosconfig) are NAME...
@@ -231,7 +239,7 @@ func (s *scriptLab) networks() (cluster, external string) {
 //	                             (lab_backup_test.go)
 func cmdLab(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) == 0 || (neg && args[0] != "vm-config") {
-		ts.Fatalf("usage: lab up|follow|mark|argocd-objects|argocd-rancher-id|mutations|owned|count|images|vms|isos|wait|token|task|tasks|faults|rerun-once|real-owned|real-images|late-applied|unique-lines|sdn|vm-config|vm-pending|order|knob|volumes|etcd|etcd-members|kube-nodes|silence|fault|lose|inventory|lost|glance|rancher|rancher-clusters|rancher-bindings|rancher-delete|rancher-foreign|cordon|vips|extensions|kube-version|kubelet-versions|mirror-pods|talos-versions|wait-talos|configmap|newest-backup ...")
+		ts.Fatalf("usage: lab up|follow|mark|argocd-objects|argocd-rancher-id|mutations|owned|count|images|vms|isos|wait|token|task|tasks|faults|rerun-once|real-owned|real-images|late-applied|unique-lines|sdn|vm-config|vm-pending|order|knob|wipe-etcd|volumes|etcd|etcd-members|kube-nodes|silence|fault|lose|inventory|lost|glance|rancher|rancher-clusters|rancher-bindings|rancher-delete|rancher-foreign|cordon|vips|extensions|kube-version|kubelet-versions|mirror-pods|talos-versions|wait-talos|configmap|newest-backup ...")
 	}
 	s, _ := ts.Value(labKey{}).(*scriptLab)
 	switch args[0] {
@@ -320,6 +328,8 @@ func cmdLab(ts *testscript.TestScript, neg bool, args []string) {
 		s.order(ts, args[1:])
 	case "knob":
 		s.knob(ts, args[1:])
+	case "wipe-etcd":
+		s.wipeEtcd(ts, args[1:])
 	case "volumes":
 		volumes := s.simulated(ts).Inventory().Volumes
 		want(ts, "volumes (owned or not)", count(ts, args), len(volumes), fmt.Sprint(volumes))

@@ -76,6 +76,13 @@ func (l *Lab) Status() Status {
 //     JSON or an address outside 127.0.0.0/8, 500 when the Kubernetes side
 //     failed. With ?pending=true the knobs of an address without a node
 //     wait for the next node that boots there (202).
+//     {"losesRestoreAtReboot": true} loses a recovered etcd at the
+//     recovered node's next reboot (the Omni bug).
+//   - POST /nodes/{address}/wipe-ephemeral: the node's EPHEMERAL is lost
+//     out of band (its etcd data, no leave; it reboots with its
+//     configuration): a majority of control planes wiped loses quorum,
+//     all of them the cluster's etcd and its Kubernetes objects (204;
+//     404 without a node there, 400 for an address outside 127.0.0.0/8).
 func (l *Lab) ControlHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, l.Status()) })
@@ -97,12 +104,8 @@ func (l *Lab) ControlHandler() http.Handler {
 		writeJSON(w, out)
 	})
 	mux.HandleFunc("PUT /nodes/{address}/knobs", func(w http.ResponseWriter, r *http.Request) {
-		addr, err := netip.ParseAddr(r.PathValue("address"))
-		if err == nil {
-			err = labnet.CheckLoopback(addr.String())
-		}
-		if err != nil {
-			http.Error(w, fmt.Sprintf("node address: %v", err), http.StatusBadRequest)
+		addr, ok := nodeAddress(w, r)
+		if !ok {
 			return
 		}
 		var k talosnode.Knobs
@@ -122,7 +125,37 @@ func (l *Lab) ControlHandler() http.Handler {
 			http.Error(w, fmt.Sprintf("no Talos node at %s (?pending=true keeps the knobs for the next one)", addr), http.StatusNotFound)
 		}
 	})
+	mux.HandleFunc("POST /nodes/{address}/wipe-ephemeral", l.wipeEphemeral)
 	return mux
+}
+
+// wipeEphemeral serves POST /nodes/{address}/wipe-ephemeral.
+func (l *Lab) wipeEphemeral(w http.ResponseWriter, r *http.Request) {
+	addr, ok := nodeAddress(w, r)
+	if !ok {
+		return
+	}
+	n, found := l.fleet.Node(addr)
+	if !found {
+		http.Error(w, fmt.Sprintf("no Talos node at %s", addr), http.StatusNotFound)
+		return
+	}
+	n.WipeEphemeral()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// nodeAddress is the loopback address of the request's path; false: it
+// answered 400.
+func nodeAddress(w http.ResponseWriter, r *http.Request) (netip.Addr, bool) {
+	addr, err := netip.ParseAddr(r.PathValue("address"))
+	if err == nil {
+		err = labnet.CheckLoopback(addr.String())
+	}
+	if err != nil {
+		http.Error(w, fmt.Sprintf("node address: %v", err), http.StatusBadRequest)
+		return netip.Addr{}, false
+	}
+	return addr, true
 }
 
 // btoi is 1 for true.

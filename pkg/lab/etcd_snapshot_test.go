@@ -13,8 +13,6 @@ import (
 	"github.com/siderolabs/talos/pkg/machinery/client"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/talosc/talosc/pkg/config"
 	"github.com/talosc/talosc/pkg/lab"
@@ -36,10 +34,7 @@ func TestEtcdSnapshotHoldsTheClustersObjects(t *testing.T) {
 	t.Cleanup(func() { _ = l.Close() })
 	c := newOSCluster(t, l, "127.16.124.0/24", 1, 1)
 	b := c.build(l)
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "backed-up", Namespace: "default"}, Data: map[string]string{"k": "v"}}
-	if _, err := b.kube.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createConfigMap(t, b.kube, "backed-up")
 	var worker netip.Addr
 	for _, m := range c.cfg.Hostnames() {
 		if m.Role != config.RoleControlPlane {

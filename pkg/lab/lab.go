@@ -193,7 +193,7 @@ func (l *Lab) start(o Options) error {
 
 // startNodes builds the Talos fleet, its clusters' API VIPs and their
 // Kubernetes, which are wired in a loop: the fleet calls the Kubernetes
-// (OnBootstrap, KubeAPI, OnEvent, EtcdEndpoint), built from the fleet and
+// (OnBootstrap, KubeAPI, OnEvent, EtcdEndpoint, EtcdLost, EtcdRestore), built from the fleet and
 // the VIPs after it, only once a node boots, which no cloud has asked for
 // yet.
 func (l *Lab) startNodes(o Options) {
@@ -210,6 +210,10 @@ func (l *Lab) startNodes(o Options) {
 		OnEvent:      l.onNodeEvent,
 		KubeAPI:      func(c *talosnode.Cluster) talosnode.KubeAPI { return l.kube.HealthAPI(c) },
 		EtcdEndpoint: func(c *talosnode.Cluster) string { return l.kube.EtcdEndpoint(c) },
+		EtcdLost:     func(c *talosnode.Cluster) { l.kube.EtcdLost(c) },
+		EtcdRestore: func(info talosnode.BootstrapInfo, fill func(string) error) error {
+			return l.kube.EtcdRestore(info, fill)
+		},
 	})
 	l.vips = vip.New(l.fleet, cmp.Or(o.VIPFailover, DefaultVIPFailover), l.logf)
 	l.nodeKnobs = &nodeKnobs{fleet: l.fleet, pending: map[netip.Addr]talosnode.Knobs{}}

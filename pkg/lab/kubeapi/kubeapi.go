@@ -85,11 +85,19 @@ type Server struct {
 	token   string
 	dataDir string
 	rec     *labnet.Recorder
+	// opts and files start the helper again (RestartOnEtcd).
+	opts  Options
+	files pkiFiles
 
-	proc     *process
-	front    *frontDoor
-	frontSrv *http.Server
-	gate     *gate
+	// procMu guards proc and etcd, which RestartOnEtcd and LoseEtcd
+	// replace.
+	procMu sync.Mutex
+	proc   *process
+	// etcdLost: LoseEtcd stopped the apiserver; closed: Close did.
+	etcdLost, closed bool
+	front            *frontDoor
+	frontSrv         *http.Server
+	gate             *gate
 	// primary is the host of addr (gate's); more serves the others.
 	primary netip.Addr
 	more    *addresses
@@ -150,7 +158,7 @@ func Start(ctx context.Context, o Options) (_ *Server, err error) {
 	s := &Server{
 		addr: ln.Addr().String(), backend: ready.Address, etcd: ready.Etcd, caPEM: o.CACertPEM, token: files.token,
 		dataDir: o.DataDir, rec: o.Recorder, proc: proc,
-		primary: vip,
+		primary: vip, opts: o, files: files,
 	}
 	defer func() {
 		if err != nil {
@@ -258,16 +266,20 @@ func (s *Server) BackendAddress() string { return s.backend }
 // plain HTTP, no authentication, as the apiserver reaches it): the lab's
 // Talos control planes answer EtcdSnapshot from it. "" when the helper
 // binary predates reporting it (rebuild it: make kube-apiserver).
-func (s *Server) EtcdEndpoint() string { return s.etcd }
+func (s *Server) EtcdEndpoint() string {
+	s.procMu.Lock()
+	defer s.procMu.Unlock()
+	return s.etcd
+}
 
 // Recorder holds every call made to Address.
 func (s *Server) Recorder() *labnet.Recorder { return s.rec }
 
 // LogPath is the file the apiserver and etcd log to.
-func (s *Server) LogPath() string { return s.proc.logPath }
+func (s *Server) LogPath() string { return s.process().logPath }
 
 // PID is the apiserver process's id.
-func (s *Server) PID() int { return s.proc.cmd.Process.Pid }
+func (s *Server) PID() int { return s.process().cmd.Process.Pid }
 
 // RESTConfig is an admin (system:masters) configuration that talks to the
 // apiserver directly, for the lab's own plumbing and for test fixtures.
@@ -292,9 +304,6 @@ func (s *Server) Kubeconfig() ([]byte, error) {
 	return b, nil
 }
 
-// Exited is closed when the apiserver process has exited.
-func (s *Server) Exited() <-chan struct{} { return s.proc.exited }
-
 // Close stops the lab's controllers and kubelet, the front door and the
 // apiserver (SIGTERM, then SIGKILL after 15 s). It is safe to call more
 // than once.
@@ -308,7 +317,12 @@ func (s *Server) Close() error {
 		s.more.close()
 		_ = s.frontSrv.Close()
 		s.front.closeTransports()
-		s.closeErr = s.proc.stop()
+		s.procMu.Lock()
+		defer s.procMu.Unlock()
+		s.closed = true
+		if !s.etcdLost {
+			s.closeErr = s.proc.stop()
+		}
 	})
 	return s.closeErr
 }

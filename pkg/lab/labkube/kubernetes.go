@@ -105,9 +105,16 @@ func New(ctx context.Context, o Options) *Kubernetes {
 }
 
 // OnBootstrap starts the cluster's API when its etcd is bootstrapped
-// (the fleet's Options.OnBootstrap).
+// (the fleet's Options.OnBootstrap); an API whose etcd was lost
+// (EtcdLost) starts again on an empty one.
 func (k *Kubernetes) OnBootstrap(info talosnode.BootstrapInfo) {
 	o := k.opts
+	if srv := k.Server(info.ClusterName); srv != nil {
+		if err := srv.RestartOnEtcd(k.ctx, nil); err != nil {
+			o.Logf("kubernetes for %s: restart on a new etcd: %v", info.ClusterName, err)
+		}
+		return
+	}
 	host := info.Endpoint.Hostname()
 	vip, err := netip.ParseAddr(host)
 	if err != nil {

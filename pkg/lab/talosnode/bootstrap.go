@@ -23,8 +23,10 @@ import (
 )
 
 // Bootstrap bootstraps etcd on this control plane: "not available yet"
-// until the node's services are up, AlreadyExists once its etcd has data.
-func (s *machineServer) Bootstrap(context.Context, *machine.BootstrapRequest) (*machine.BootstrapResponse, error) {
+// until the node's services are up, AlreadyExists once its etcd has data
+// (or restores it). With RecoverEtcd the etcd service restores the
+// snapshot EtcdRecover uploaded, after the answer (see bootstrapRecover).
+func (s *machineServer) Bootstrap(_ context.Context, in *machine.BootstrapRequest) (*machine.BootstrapResponse, error) {
 	n := s.node
 	f := n.fleet
 	f.mu.Lock()
@@ -37,8 +39,9 @@ func (s *machineServer) Bootstrap(context.Context, *machine.BootstrapRequest) (*
 	if err != nil {
 		return nil, err
 	}
+	reply := &machine.BootstrapResponse{Messages: []*machine.Bootstrap{{}}}
 	f.mu.Lock()
-	if n.etcdData {
+	if n.etcdData || n.restoring {
 		f.mu.Unlock()
 		return nil, status.Error(codes.AlreadyExists, "etcd data directory is not empty")
 	}
@@ -49,25 +52,36 @@ func (s *machineServer) Bootstrap(context.Context, *machine.BootstrapRequest) (*
 		c.doubleBootstrap = append(c.doubleBootstrap, n.hostname())
 		n.etcdData = true
 		f.mu.Unlock()
-		return &machine.BootstrapResponse{Messages: []*machine.Bootstrap{{}}}, nil
+		return reply, nil
+	}
+	if in.GetRecoverEtcd() {
+		restore := n.bootstrapRecover(mc, in.GetRecoverSkipHashCheck())
+		f.mu.Unlock()
+		n.changed(c)
+		f.wg.Go(restore)
+		return reply, nil
 	}
 	c.etcd.bootstrap(n)
-	n.etcdData = true
-	for _, m := range c.controlPlanes() {
-		if m != n && m.servicesUp && m.osUp && !m.etcdData {
-			m.joinEtcd()
-		}
-	}
+	n.etcdData, n.restoreErr = true, nil
+	c.joinWaiting(n)
+	info := n.bootstrapInfo(mc)
 	f.mu.Unlock()
 	n.changed(c)
 	if hook := f.opts.OnBootstrap; hook != nil {
-		info := BootstrapInfo{ClusterName: mc.clusterName, Endpoint: c.Endpoint(), Cluster: c, CertSANs: apiServerSANs(mc.provider)}
-		if ca, _, err := mc.kubernetesCA(); err == nil {
-			info.CACert, info.CAKey = ca.Crt, ca.Key
-		}
 		f.wg.Go(func() { hook(info) })
 	}
-	return &machine.BootstrapResponse{Messages: []*machine.Bootstrap{{}}}, nil
+	return reply, nil
+}
+
+// bootstrapInfo is what the lab needs to run the Kubernetes API of the
+// cluster of n's configuration mc; f.mu held.
+func (n *Node) bootstrapInfo(mc *machineConfig) BootstrapInfo {
+	c := n.cluster
+	info := BootstrapInfo{ClusterName: mc.clusterName, Endpoint: c.Endpoint(), Cluster: c, CertSANs: apiServerSANs(mc.provider)}
+	if ca, _, err := mc.kubernetesCA(); err == nil {
+		info.CACert, info.CAKey = ca.Crt, ca.Key
+	}
+	return info
 }
 
 // Kubeconfig streams an admin kubeconfig (.tar.gz holding one file named

@@ -51,9 +51,20 @@
 //     included, of the cluster's real etcd, the one its lab
 //     kube-apiserver stores in, Options.EtcdEndpoint; elsewhere Talos's
 //     refusals), EtcdStatus (that etcd's sizes, indexes and version, the
-//     simulated member's id and leader), Reset (asynchronous: a graceful control-plane
+//     simulated member's id and leader), EtcdRecover (stores the upload
+//     on any running control plane, as Talos writes
+//     /var/lib/etcd.snapshot), Bootstrap{RecoverEtcd} (answers, then the
+//     etcd service restores the upload with etcd's own restore, trailer
+//     checked unless RecoverSkipHashCheck, into the cluster's real etcd,
+//     Options.EtcdRestore: the node is a new single-member etcd the
+//     waiting control planes join; no upload or a bad one leaves the
+//     service Failed with Talos's message), Reset (asynchronous: a graceful control-plane
 //     reset leaves etcd first, a failure aborts it; then the node is wiped
-//     and halts or reboots into maintenance), Upgrade (etcd pre-checks on
+//     and halts or reboots; without SystemPartitionsToWipe the whole disk
+//     (into maintenance), else only the listed STATE (the configuration)
+//     and EPHEMERAL (etcd's data and an upload: a wiped control plane
+//     waits in Preparing to join, which needs quorum; the last one
+//     wiped takes the cluster's etcd with it, Options.EtcdLost)), Upgrade (etcd pre-checks on
 //     control planes, install, reboot into the new version and schematic;
 //     only an installer image installs), ImagePull (into the CRI's
 //     containerd), Reboot, Shutdown, ServiceList (apid, containerd, cri,
@@ -141,12 +152,16 @@
 // "time is not in sync yet"); etcd's data per member (a cluster's
 // members are views of its one real etcd: every running member's
 // snapshot is that etcd's, up to date even where a real member without
-// quorum would be behind), restores (EtcdRecover), defragmentation,
+// quorum would be behind), defragmentation,
 // alarms and learner promotion failures; the 5-minute retries of etcd
 // leave (a refused removal fails at once); the upgrade mutex; disk
-// layouts (reset wipe modes and partition lists are accepted but the
-// whole node is wiped, so the install that follows runs the
+// layouts (reset wipe modes and user disks are accepted; a wipe of STATE
+// wipes the whole node, so the install that follows runs the
 // configuration's installer, also on a node that booted a disk image);
+// a joining control plane does not remove a stale member of its own
+// hostname first (Talos's addMember does; the lab's stays listed, down);
+// a corrupted upload whose trailer matches is not guarded against bbolt's
+// panic;
 // config validation against runtime state beyond machinery's own; other
 // events, logs, dmesg, files, services beyond the listed ones;
 // apid-to-apid TLS (forwarding is in-process, so a forwarded call is

@@ -28,6 +28,7 @@ func TestKnobsJSON(t *testing.T) {
 		`{"neverBoots":true}`:                                        {NeverBoots: true},
 		`{"resetHangs":true,"rebootHangs":true,"drainBlocked":true}`: {ResetHangs: true, RebootHangs: true, DrainBlocked: true},
 		`{"installFails":"no space left","bootsOldVersion":true}`:    {InstallFails: "no space left", BootsOldVersion: true},
+		`{"losesRestoreAtReboot":true}`:                              {LosesRestoreAtReboot: true},
 	} {
 		var got talosnode.Knobs
 		if err := json.Unmarshal([]byte(in), &got); err != nil || got != want {

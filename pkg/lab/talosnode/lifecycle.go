@@ -66,6 +66,7 @@ func (n *Node) down(stage runtime.MachineStage) {
 	n.hungReset, n.hungBoot = nil, 0
 	n.kubelet, n.staticPods = kubeletRun{}, nil
 	n.stage = stage
+	n.restoring, n.restoreErr, n.recovered = false, nil, false
 	if n.cluster != nil {
 		n.cluster.etcd.elect()
 	}
@@ -86,6 +87,11 @@ func (n *Node) restart(own bool) {
 		f.mu.Unlock()
 		return
 	}
+	var lose func()
+	if n.rebootLosesRestore() {
+		info := n.bootstrapInfo(n.cfg)
+		lose = func() { n.loseRestore(info) }
+	}
 	n.down(runtime.MachineStageRebooting)
 	g, wait, c := n.gen, n.rebootDown(), n.cluster
 	hang := own && n.knobs.RebootHangs
@@ -93,6 +99,9 @@ func (n *Node) restart(own bool) {
 		n.hungBoot = g
 	}
 	f.mu.Unlock()
+	if lose != nil {
+		f.wg.Go(lose)
+	}
 	n.stopAPI()
 	f.emit(EventDown, n)
 	n.changed(c)
@@ -200,6 +209,12 @@ func (n *Node) servicesDone(g uint64) {
 func (n *Node) joinEtcd() {
 	f := n.fleet
 	c := n.cluster
+	if !c.etcd.quorum() {
+		// Talos's etcd keeps trying to add itself through the other
+		// control planes, which needs a leader
+		n.retryJoin()
+		return
+	}
 	m := c.etcd.add(n)
 	n.etcdData = true
 	g := n.gen
@@ -211,6 +226,25 @@ func (n *Node) joinEtcd() {
 		}
 		f.mu.Unlock()
 		if ok {
+			c.nodesChanged()
+		}
+	})
+}
+
+// retryJoin tries to join etcd again after Timing.EtcdJoin while this
+// boot's control plane still has no etcd data; f.mu held.
+func (n *Node) retryJoin() {
+	f := n.fleet
+	g := n.gen
+	f.after(f.timing.EtcdJoin, func() {
+		f.mu.Lock()
+		waiting := n.gen == g && n.osUp && n.servicesUp && !n.etcdData && !n.restoring && n.cluster.etcd.bootstrapped
+		if waiting {
+			n.joinEtcd()
+		}
+		joined, c := waiting && n.etcdData, n.cluster
+		f.mu.Unlock()
+		if joined {
 			c.nodesChanged()
 		}
 	})

@@ -81,8 +81,12 @@ func platformMode(platform string) string {
 
 // etcdState is the etcd service as a control plane reports it; f.mu held.
 func (n *Node) etcdState() serviceState {
+	if st, ok := n.recoveryState(); ok {
+		return st
+	}
 	switch {
-	case !n.cluster.etcd.bootstrapped && !n.etcdData:
+	case !n.etcdData && (!n.cluster.etcd.bootstrapped || n.etcdMember == nil):
+		// no data: waiting for a bootstrap, or to join (a wiped member)
 		return serviceState{"Preparing", "Running pre state", false}
 	case n.etcdMember == nil || n.cluster.etcd.member(n.etcdMember.id) == nil:
 		return serviceState{"Failed", "the member has been permanently removed from the cluster", false}

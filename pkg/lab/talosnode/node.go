@@ -56,6 +56,8 @@ type Node struct {
 	// etcdData: the etcd data directory is not empty.
 	etcdData   bool
 	etcdMember *etcdMember
+	// etcdRecovery is the state of an etcd recovery (recover.go).
+	etcdRecovery
 	// pulled are the images pulled into containerd.
 	pulled map[pullKey]pulledImage
 	// installing: a LifecycleService install runs.

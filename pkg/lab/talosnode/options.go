@@ -131,6 +131,14 @@ type Knobs struct {
 	// version and schematic again and the installed image is dropped. Both
 	// upgrade paths.
 	BootsOldVersion bool `json:"bootsOldVersion,omitempty"`
+	// LosesRestoreAtReboot is not Talos's: it is the open Omni bug
+	// (omni#3300) where a recovered etcd is lost at the first reboot. The
+	// first reboot of this node after its etcd was recovered from a
+	// snapshot (Bootstrap with RecoverEtcd) empties the cluster's real
+	// etcd (Options.EtcdRestore with no data): the snapshot's objects are
+	// gone, the revision starts again. Set it on every control plane to
+	// catch whichever one a restore picks.
+	LosesRestoreAtReboot bool `json:"losesRestoreAtReboot,omitempty"`
 }
 
 // knobsJSON is Knobs on the wire.
@@ -293,4 +301,17 @@ type Options struct {
 	// one (both fail as on a node whose etcd does not run). Called without
 	// the fleet's lock.
 	EtcdEndpoint func(*Cluster) string
+	// EtcdLost is called (in its own goroutine, which Fleet.Close waits
+	// for) when the last control plane of a cluster holding etcd data
+	// loses it (a reset wiping EPHEMERAL, or the whole disk): the
+	// cluster's real etcd loses its data too.
+	EtcdLost func(*Cluster)
+	// EtcdRestore replaces the real etcd of the cluster info names (its
+	// API started first if it has none) with the data directory fill
+	// writes into the directory it is given (nil fill: an empty etcd),
+	// and returns once the API serves it; a fill that fails changes
+	// nothing. Bootstrap with RecoverEtcd restores the uploaded snapshot
+	// with it, Knobs.LosesRestoreAtReboot empties it. nil: the snapshot
+	// is restored into a directory thrown away.
+	EtcdRestore func(info BootstrapInfo, fill func(dir string) error) error
 }

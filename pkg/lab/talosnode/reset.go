@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/siderolabs/talos/pkg/machinery/api/machine"
+	"github.com/siderolabs/talos/pkg/machinery/constants"
 	"github.com/siderolabs/talos/pkg/machinery/resources/runtime"
 )
 
@@ -27,6 +28,7 @@ func (s *machineServer) Reset(_ context.Context, in *machine.ResetRequest) (*mac
 		return reply, nil
 	}
 	r := resetSeq{gen: n.gen, graceful: in.GetGraceful(), reboot: in.GetReboot()}
+	r.wipeState, r.wipeEphemeral = wipes(in.GetSystemPartitionsToWipe())
 	n.stage = runtime.MachineStageResetting
 	actor := n.resetStarted(in.GetGraceful())
 	f.mu.Unlock()
@@ -40,6 +42,27 @@ func (s *machineServer) Reset(_ context.Context, in *machine.ResetRequest) (*mac
 type resetSeq struct {
 	gen              uint64
 	graceful, reboot bool
+	// wipeState and wipeEphemeral are the system volumes it wipes: STATE
+	// holds the configuration, EPHEMERAL etcd's data (and an uploaded
+	// recovery snapshot).
+	wipeState, wipeEphemeral bool
+}
+
+// wipes tells which of STATE and EPHEMERAL a reset wipes: both without a
+// list of system partitions (the whole system disk), else those listed.
+func wipes(parts []*machine.ResetPartitionSpec) (state, ephemeral bool) {
+	if len(parts) == 0 {
+		return true, true
+	}
+	for _, p := range parts {
+		switch p.GetLabel() {
+		case constants.StatePartitionLabel:
+			state = true
+		case constants.EphemeralPartitionLabel:
+			ephemeral = true
+		}
+	}
+	return state, ephemeral
 }
 
 // resetSequence runs a reset; it stops where Knobs.ResetHangs holds it.
@@ -55,7 +78,7 @@ func (n *Node) resetSequence(r resetSeq) {
 		f.mu.Unlock()
 		return
 	}
-	g, reboot := r.gen, r.reboot
+	g := r.gen
 	leave := r.graceful && n.cfg != nil && n.cfg.controlPlane() && n.etcdData
 	failure := n.knobs.ResetFails
 	f.mu.Unlock()
@@ -80,12 +103,15 @@ func (n *Node) resetSequence(r resetSeq) {
 		n.syncResources()
 		return
 	}
-	f.after(f.timing.Reset, func() { n.wipe(g, reboot) })
+	f.after(f.timing.Reset, func() { n.wipe(g, r) })
 }
 
-// wipe erases the node: no configuration, no etcd data, gone from
-// discovery; then it halts or boots into maintenance mode.
-func (n *Node) wipe(g uint64, reboot bool) {
+// wipe erases what the reset wipes: STATE (the configuration: gone from
+// discovery, it boots into maintenance mode or takes the platform's
+// configuration again), EPHEMERAL (etcd's data: the last control plane
+// holding some takes the cluster's etcd with it, Options.EtcdLost); then
+// it halts or reboots.
+func (n *Node) wipe(g uint64, r resetSeq) {
 	f := n.fleet
 	f.mu.Lock()
 	if n.gen != g {
@@ -93,12 +119,17 @@ func (n *Node) wipe(g uint64, reboot bool) {
 		return
 	}
 	before := n.statusLocked()
-	c := n.cluster
-	if c != nil {
+	c, reboot := n.cluster, r.reboot
+	if c != nil && r.wipeState {
 		c.forget(n)
 	}
-	n.cfg, n.staged, n.pending = nil, nil, nil
-	n.etcdData, n.etcdMember = false, nil
+	if r.wipeState {
+		n.cfg, n.staged, n.pending = nil, nil, nil
+	}
+	if r.wipeEphemeral {
+		n.etcdData, n.etcdMember, n.etcdRecovery = false, nil, etcdRecovery{}
+	}
+	lost := c != nil && c.loseEtcdIfGone()
 	n.down(runtime.MachineStageResetting)
 	if !reboot {
 		n.powered, n.stage = false, runtime.MachineStageUnknown
@@ -109,7 +140,22 @@ func (n *Node) wipe(g uint64, reboot bool) {
 	n.stopAPI()
 	f.emitStatus(EventReset, before)
 	n.changed(c)
+	if hook := f.opts.EtcdLost; lost && hook != nil {
+		f.wg.Go(func() { hook(c) })
+	}
 	if reboot {
 		f.after(wait, func() { n.bootDone(ng) })
 	}
+}
+
+// WipeEphemeral loses the node's EPHEMERAL out of band, as a failed disk
+// or an operator's mistake does: etcd's data (and an uploaded recovery
+// snapshot) are gone, no etcd leave, and a running node reboots with its
+// configuration; the last control plane of a cluster holding etcd data
+// takes the cluster's etcd with it (Options.EtcdLost).
+func (n *Node) WipeEphemeral() {
+	n.fleet.mu.Lock()
+	g := n.gen
+	n.fleet.mu.Unlock()
+	n.wipe(g, resetSeq{gen: g, reboot: true, wipeEphemeral: true})
 }
