@@ -17,6 +17,10 @@ import (
 // there is nothing to report.
 func TestCheck(t *testing.T) {
 	t.Parallel()
+	oneBundle := func(t *testing.T, dir string) {
+		t.Helper()
+		put(t, backup.Dir(dir), record("prod", bundleTime), "bundle")
+	}
 	for _, tc := range []struct {
 		name    string
 		setup   func(t *testing.T, dir string) // the target directory
@@ -25,17 +29,12 @@ func TestCheck(t *testing.T) {
 		checked bool                           // Verified
 	}{
 		{"none yet", func(*testing.T, string) {}, 0, "no backup yet", false},
-		{"fresh", func(t *testing.T, dir string) {
-			t.Helper()
-			put(t, backup.Dir(dir), record("prod", bundleTime), "bundle")
-		}, 10 * time.Minute, "", true},
-		{"older than max_age", func(t *testing.T, dir string) {
-			t.Helper()
-			put(t, backup.Dir(dir), record("prod", bundleTime), "bundle")
-		}, 2 * time.Hour, "2h0m0s old, older than backup.max_age (1h0m0s)", true},
+		{"fresh", oneBundle, 10 * time.Minute, "", true},
+		{"exactly max_age", oneBundle, time.Hour, "", true},
+		{"older than max_age", oneBundle, 2 * time.Hour, "2h0m0s old, older than backup.max_age (1h0m0s)", true},
 		{"changed since", func(t *testing.T, dir string) {
 			t.Helper()
-			put(t, backup.Dir(dir), record("prod", bundleTime), "bundle")
+			oneBundle(t, dir)
 			if err := os.WriteFile(filepath.Join(dir, backup.Name("prod", bundleTime)), []byte("BUNDLE"), 0o600); err != nil {
 				t.Fatal(err)
 			}
