@@ -255,6 +255,7 @@ func newHTTPClient(o Options, allowHTTP bool) http.Client {
 	if o.HTTPClient != nil && o.HTTPClient.Transport != nil {
 		rt = o.HTTPClient.Transport
 	}
+	rt = closeWhenAsked{next: rt}
 	rt = &provider.RetryTransport{
 		Next: rt, Retries: max(o.Retries, 0), Timeout: o.RequestTimeout, UploadTimeout: o.UploadTimeout, Logf: o.Logf, Name: "openstack",
 		RetryInternalErrors: true, Replayable: replayable,
@@ -263,6 +264,20 @@ func newHTTPClient(o Options, allowHTTP bool) http.Client {
 		rt = httpsOnly{next: rt}
 	}
 	return http.Client{Transport: rt}
+}
+
+// closeWhenAsked gives a request that says "Connection: close" its own
+// connection, closed after the answer (req.Close): Go's transport reads
+// only req.Close, and gophercloud sets only headers (the Swift target's
+// MoreHeaders, NewSwiftTarget).
+type closeWhenAsked struct{ next http.RoundTripper }
+
+func (t closeWhenAsked) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !req.Close && strings.EqualFold(req.Header.Get("Connection"), "close") {
+		req = req.Clone(req.Context())
+		req.Close = true
+	}
+	return t.next.RoundTrip(req)
 }
 
 // wrap names the operation and resource in an error from gophercloud.

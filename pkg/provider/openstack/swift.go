@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -67,8 +68,22 @@ type swiftTarget struct {
 // on the first Put when missing, with cluster's ownership metadata.
 // Uploads stream; each is checked by the ETag (MD5) and size Swift
 // reports against what was sent.
+//
+// Every request asks for its connection to be closed after the answer:
+// Swift's eventlet proxy (Debian's 2.30) ends some answers, a HEAD's among
+// them, with a stray chunk terminator "0\r\n\r\n", which the next answer
+// read on that connection then starts with ("malformed HTTP response
+// \"0\""). The request that read it was processed, so a retry is no cure
+// (a conditional create would then find its own object); a connection per
+// request is. A backup makes a handful of requests.
 func NewSwiftTarget(client *gophercloud.ServiceClient, container, cluster string) backup.Target {
-	return swiftTarget{client: client, container: container, cluster: cluster}
+	sc := *client // the ServiceClient is a value over the shared provider client
+	sc.MoreHeaders = maps.Clone(client.MoreHeaders)
+	if sc.MoreHeaders == nil {
+		sc.MoreHeaders = map[string]string{}
+	}
+	sc.MoreHeaders["Connection"] = "close"
+	return swiftTarget{client: &sc, container: container, cluster: cluster}
 }
 
 func (s swiftTarget) String() string { return "swift container " + s.container }
