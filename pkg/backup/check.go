@@ -38,10 +38,26 @@ func Check(ctx context.Context, cfg *config.Cluster, cloud Cloud, now time.Time)
 		return b
 	}
 	r := recs[0]
+	return describe(cfg, t.String(), r, Verify(ctx, t, r), now)
+}
+
+// Stored is Check's report of rec, which Take has just stored in target
+// and read back against its record: nothing is read again.
+func Stored(cfg *config.Cluster, target string, rec Record, now time.Time) *report.BackupCheck {
+	return describe(cfg, target, rec, nil, now)
+}
+
+// describe reports r, the newest backup, against backup.max_age; verifyErr
+// is why its stored bundle does not match its record.
+func describe(cfg *config.Cluster, target string, r Record, verifyErr error, now time.Time) *report.BackupCheck {
+	maxAge := cfg.Backup.MaxAgeDuration()
 	age := now.Sub(r.Meta.Time)
-	b.Name, b.Time, b.AgeSeconds, b.Revision, b.Keys = r.Name, r.Meta.Time, int64(age/time.Second), r.Meta.Revision, r.Meta.Keys
-	if err := Verify(ctx, t, r); err != nil {
-		b.Attention = fmt.Sprintf("the newest backup does not match its record: %v", err)
+	b := &report.BackupCheck{
+		Target: target, MaxAgeSeconds: int64(maxAge / time.Second),
+		Name: r.Name, Time: r.Meta.Time, AgeSeconds: int64(age / time.Second), Revision: r.Meta.Revision, Keys: r.Meta.Keys,
+	}
+	if verifyErr != nil {
+		b.Attention = fmt.Sprintf("the newest backup does not match its record: %v", verifyErr)
 		return b
 	}
 	b.Verified = true

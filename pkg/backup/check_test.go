@@ -67,3 +67,18 @@ func TestCheck(t *testing.T) {
 		t.Errorf("without a backup section Check = %+v, want nil", b)
 	}
 }
+
+// Stored reports the bundle a backup just stored and read back without
+// reading the target again: a target that no longer exists still reads
+// verified and fresh, with the record's facts.
+func TestStored(t *testing.T) {
+	t.Parallel()
+	gone := filepath.Join(t.TempDir(), "gone")
+	cfg := &config.Cluster{Name: "prod", Backup: &config.Backup{Dir: gone, MaxAge: "1h"}}
+	rec := record("prod", bundleTime)
+	rec.Meta.Revision, rec.Meta.Keys = 42, 7
+	got := backup.Stored(cfg, gone, rec, bundleTime.Add(time.Minute))
+	if !got.Verified || got.Attention != "" || got.Name != rec.Name || got.Revision != 42 || got.Keys != 7 || got.AgeSeconds != 60 || got.Target != gone {
+		t.Errorf("Stored = %+v", got)
+	}
+}

@@ -57,11 +57,16 @@ func (Phase) Converge(ctx context.Context, in *phase.Input, sec *state.Section) 
 
 var _ phase.Backuper = Phase{}
 
-// Backup takes the cluster's backup (etcdbackup.Run), then reads the
-// newest one back as check does, whatever the run did.
+// Backup takes the cluster's backup (etcdbackup.Run) and reports the
+// newest one: the bundle it stored and read back, or, when it stored
+// none, the target's newest as check reads it.
 func (Phase) Backup(ctx context.Context, in *phase.Input) (any, error) {
 	b, err := etcdbackup.Run(ctx, in)
-	b.Newest = backup.Check(ctx, in.Config, in.ObjectStore, time.Now())
+	if err == nil {
+		b.Newest = backup.Stored(in.Config, b.Target, b.Record, time.Now())
+	} else {
+		b.Newest = backup.Check(ctx, in.Config, in.ObjectStore, time.Now())
+	}
 	return b, err
 }
 
